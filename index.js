@@ -1,0 +1,158 @@
+'use strict'
+// fairfs: node:fs-compatible file reads on a fair, bounded native pool.
+//
+// This file is the JS half of a read: argument handling (identical to node:fs),
+// callbacks and promises, AbortSignal wiring, and turning native outcomes into
+// node:fs results and errors. The native half (binding.js, generated) runs the
+// read on fairfs's own threads and reports back once per batch of finished reads.
+
+const { Buffer, constants: { MAX_LENGTH } } = require('node:buffer')
+const native = require('./binding.js')
+const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./lib/args')
+const { invalidArgType, outOfRange, uvError, fileTooLarge, AbortError } = require('./lib/errors')
+
+/** Reads in flight from this thread: native id -> request. */
+const inFlight = new Map()
+
+native.init(onComplete, MAX_LENGTH)
+
+/** Receives `[id, result, id, result, ...]` from the native side. */
+function onComplete(batch) {
+  let thrown
+  for (let i = 0; i < batch.length; i += 2) {
+    const req = inFlight.get(batch[i])
+    if (req === undefined) continue
+    inFlight.delete(batch[i])
+    try {
+      settle(req, batch[i + 1])
+    } catch (err) {
+      // A user callback threw. Deliver the rest of the batch first, then let the
+      // error surface as an uncaught exception, as it would from node:fs.
+      thrown ??= { err }
+    }
+  }
+  if (thrown) process.nextTick(() => { throw thrown.err })
+}
+
+function settle(req, result) {
+  if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
+  if (Buffer.isBuffer(result)) {
+    let data = result
+    if (req.encoding) {
+      try {
+        data = result.toString(req.encoding)
+      } catch (err) {
+        return req.done(err)
+      }
+    }
+    return req.done(null, data)
+  }
+  if (Array.isArray(result)) return req.done(uvError(result, req.path))
+  if (typeof result === 'number') return req.done(fileTooLarge(result, MAX_LENGTH))
+  return req.done(new AbortError(undefined, req.signal ? { cause: req.signal.reason } : undefined))
+}
+
+/**
+ * Starts a read of `path` with validated `options`; `done(err, data)` runs once,
+ * always asynchronously. Throws for invalid arguments, like node:fs.
+ * `allowFd`: integer fds are accepted (fs.readFile) or rejected (fs.promises.readFile).
+ */
+function start(path, options, done, allowFd) {
+  const { signal, encoding } = options
+  let fd = -1
+  if (isFileHandle(path)) fd = path.fd
+  else if (allowFd && isInt32(path)) {
+    if (path < 0) {
+      // node:fs fails this from a later tick (uncatchably, in Node 20 to 24); we report it.
+      process.nextTick(done, outOfRange('fd', '>= 0 && <= 2147483647', path))
+      return
+    }
+    fd = path
+  }
+  if (signal?.aborted) {
+    process.nextTick(done, new AbortError(undefined, { cause: signal.reason }))
+    return
+  }
+  const req = { done, encoding: encoding === 'buffer' ? undefined : encoding, path: undefined, signal, onAbort: undefined }
+  let id
+  if (fd >= 0 || isFileHandle(path)) {
+    id = native.readFd(fd)
+  } else {
+    const flags = stringToFlags(options.flag)
+    const { native: nativePath, display } = validatePath(path)
+    req.path = display
+    id = native.readPath(nativePath, flags, 0o666)
+  }
+  inFlight.set(id, req)
+  if (signal) {
+    req.onAbort = () => native.cancel(id)
+    signal.addEventListener('abort', req.onAbort, { once: true })
+  }
+}
+
+function readFileCallback(path, options, callback) {
+  if (typeof callback !== 'function') throw invalidArgType('cb', 'of type function', callback)
+  start(path, getOptions(options), callback, true)
+}
+
+function readFilePromise(path, options, allowFd) {
+  return new Promise((resolve, reject) => {
+    start(path, getOptions(options), (err, data) => (err ? reject(err) : resolve(data)), allowFd)
+  })
+}
+
+/**
+ * Reads a whole file, like `fs.readFile`. With a callback as the last argument it
+ * calls `callback(err, data)`; otherwise it returns a promise.
+ *
+ * @param {string | Buffer | URL | number | import('node:fs/promises').FileHandle} path
+ *   A path, a `file:` URL, or an open fd / FileHandle (read from its position, not closed).
+ * @param {string | { encoding?: BufferEncoding | null, flag?: string | number, signal?: AbortSignal }} [options]
+ * @param {(err: Error | null, data?: Buffer | string) => void} [callback]
+ * @returns {Promise<Buffer | string> | undefined}
+ */
+function readFile(path, options, callback) {
+  if (typeof options === 'function' && callback === undefined) return readFileCallback(path, undefined, options)
+  if (typeof callback === 'function') return readFileCallback(path, options, callback)
+  return readFilePromise(path, options, true)
+}
+
+/**
+ * The promise API, like `fs.promises`. As in node:fs/promises, `path` may be a
+ * FileHandle but not an integer fd.
+ */
+const promises = {
+  /** @returns {Promise<Buffer | string>} */
+  readFile(path, options) {
+    return readFilePromise(path, options, false)
+  },
+}
+
+const kMaxChunkSize = 64 * 1024 * 1024
+const kMaxThreads = 1024
+
+function checkInteger(name, value, min, max) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw outOfRange(name, `an integer >= ${min} && <= ${max}`, value)
+  }
+}
+
+/**
+ * Changes the pool: `threads` (1..1024) resizes it at once, `chunkSize` (4 KiB..64 MiB)
+ * applies to reads started afterwards. Invalid values throw and change nothing.
+ */
+function configure(options = {}) {
+  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
+  const { threads, chunkSize } = options
+  if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
+  if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
+  native.configure(threads, chunkSize)
+}
+
+/** Pool counters: threads, queued, active, completed, cancelled, bytesRead, chunksRead, chunkSize. */
+function stats() {
+  return native.stats()
+}
+
+module.exports = { readFile, promises, configure, stats }

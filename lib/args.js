@@ -1,0 +1,86 @@
+'use strict'
+// Argument handling of node:fs's readFile, in the same order and with the same errors.
+
+const { Buffer } = require('node:buffer')
+const { fileURLToPath } = require('node:url')
+const { constants: { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND, O_EXCL, O_SYNC } } = require('node:fs')
+const { invalidArgType, invalidArgValue } = require('./errors')
+
+const kDefaults = Object.freeze({ flag: 'r' })
+
+/** node:fs's getOptions: a string is the encoding; an object is checked, never mutated. */
+function getOptions(options) {
+  if (options == null || typeof options === 'function') return kDefaults
+  if (typeof options === 'string') options = { flag: 'r', encoding: options }
+  else if (typeof options !== 'object') throw invalidArgType('options', 'one of type string or object', options)
+  if (options.encoding !== 'buffer' && options.encoding && !Buffer.isEncoding(options.encoding)) {
+    throw invalidArgValue('encoding', options.encoding, 'is invalid encoding')
+  }
+  if (options.signal !== undefined) validateAbortSignal(options.signal)
+  return options
+}
+
+function validateAbortSignal(signal) {
+  if (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) {
+    throw invalidArgType('options.signal', 'an instance of AbortSignal', signal)
+  }
+}
+
+const kFlags = {
+  r: O_RDONLY,
+  rs: O_RDONLY | O_SYNC,
+  sr: O_RDONLY | O_SYNC,
+  'r+': O_RDWR,
+  'rs+': O_RDWR | O_SYNC,
+  'sr+': O_RDWR | O_SYNC,
+  w: O_TRUNC | O_CREAT | O_WRONLY,
+  wx: O_TRUNC | O_CREAT | O_WRONLY | O_EXCL,
+  xw: O_TRUNC | O_CREAT | O_WRONLY | O_EXCL,
+  'w+': O_TRUNC | O_CREAT | O_RDWR,
+  'wx+': O_TRUNC | O_CREAT | O_RDWR | O_EXCL,
+  'xw+': O_TRUNC | O_CREAT | O_RDWR | O_EXCL,
+  a: O_APPEND | O_CREAT | O_WRONLY,
+  ax: O_APPEND | O_CREAT | O_WRONLY | O_EXCL,
+  xa: O_APPEND | O_CREAT | O_WRONLY | O_EXCL,
+  as: O_APPEND | O_CREAT | O_WRONLY | O_SYNC,
+  sa: O_APPEND | O_CREAT | O_WRONLY | O_SYNC,
+  'a+': O_APPEND | O_CREAT | O_RDWR,
+  'ax+': O_APPEND | O_CREAT | O_RDWR | O_EXCL,
+  'xa+': O_APPEND | O_CREAT | O_RDWR | O_EXCL,
+  'as+': O_APPEND | O_CREAT | O_RDWR | O_SYNC,
+  'sa+': O_APPEND | O_CREAT | O_RDWR | O_SYNC,
+}
+
+/** node:fs's stringToFlags: a number passes through, a known string maps to O_* bits. */
+function stringToFlags(flags) {
+  if (typeof flags === 'number') return flags
+  if (flags == null) return O_RDONLY
+  if (typeof flags === 'string' && Object.hasOwn(kFlags, flags)) return kFlags[flags]
+  throw invalidArgValue('flags', flags)
+}
+
+/**
+ * node:fs's getValidatedPath. Returns `{ native, display }`: what to hand to the
+ * addon (a string or the path's bytes) and the string node:fs puts in `err.path`.
+ */
+function validatePath(path) {
+  if (path instanceof URL) {
+    path = fileURLToPath(path)
+  } else if (typeof path !== 'string' && !(path instanceof Uint8Array)) {
+    throw invalidArgType('path', 'of type string or an instance of Buffer or URL', path)
+  }
+  if (path.includes(typeof path === 'string' ? '\u0000' : 0)) {
+    throw invalidArgValue('path', path, 'must be a string, Uint8Array, or URL without null bytes')
+  }
+  if (typeof path === 'string') return { native: path, display: path }
+  return { native: path, display: Buffer.from(path.buffer, path.byteOffset, path.byteLength).toString() }
+}
+
+const isInt32 = (value) => value === (value | 0)
+
+/** A node:fs/promises FileHandle (its class is not exported, so it is recognised by shape). */
+function isFileHandle(value) {
+  return value !== null && typeof value === 'object' && value.constructor?.name === 'FileHandle' && typeof value.fd === 'number'
+}
+
+module.exports = { getOptions, stringToFlags, validatePath, isInt32, isFileHandle }

@@ -1,0 +1,83 @@
+'use strict'
+// Errors built exactly as node:fs builds them: same class, `code`, message and
+// own properties, so code that inspects node:fs errors works unchanged.
+
+const { inspect } = require('node:util')
+
+/** Sets `code` and shows it in the stack header the way Node's internal errors do. */
+function withCode(err, code) {
+  err.code = code
+  if (typeof err.stack === 'string') {
+    err.stack = err.stack.replace(/^[^\n:]*/, `${err.name} [${code}]`)
+  }
+  return err
+}
+
+/** How Node describes a received value in ERR_INVALID_ARG_TYPE messages. */
+function describeReceived(value) {
+  if (value == null) return `Received ${value}`
+  if (typeof value === 'function' && value.name) return `Received function ${value.name}`
+  if (typeof value === 'object') {
+    if (value.constructor?.name) return `Received an instance of ${value.constructor.name}`
+    return `Received ${inspect(value, { depth: -1 })}`
+  }
+  let inspected = inspect(value, { colors: false })
+  if (inspected.length > 28) inspected = `${inspected.slice(0, 25)}...`
+  return `Received type ${typeof value} (${inspected})`
+}
+
+/** ERR_INVALID_ARG_TYPE; `expected` is Node's wording, e.g. 'of type string'. */
+function invalidArgType(name, expected, value) {
+  const kind = name.includes('.') ? 'property' : 'argument'
+  return withCode(new TypeError(`The "${name}" ${kind} must be ${expected}. ${describeReceived(value)}`), 'ERR_INVALID_ARG_TYPE')
+}
+
+/** ERR_INVALID_ARG_VALUE, as Node words it. */
+function invalidArgValue(name, value, reason = 'is invalid') {
+  let inspected = inspect(value)
+  if (inspected.length > 128) inspected = `${inspected.slice(0, 128)}...`
+  const kind = name.includes('.') ? 'property' : 'argument'
+  return withCode(new TypeError(`The ${kind} '${name}' ${reason}. Received ${inspected}`), 'ERR_INVALID_ARG_VALUE')
+}
+
+function outOfRange(name, range, value) {
+  return withCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${inspect(value)}`), 'ERR_OUT_OF_RANGE')
+}
+
+/**
+ * A failed system call, from the native `[errno, code, description, syscall]`.
+ * node:fs adds the path only to errors of calls that take one (`open` here).
+ */
+function uvError([errno, code, description, syscall], path) {
+  const withPath = syscall === 'open' && path !== undefined
+  const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}`)
+  err.errno = errno
+  err.code = code
+  err.syscall = syscall
+  if (withPath) err.path = path
+  return err
+}
+
+function formatLimit(bytes) {
+  const gib = bytes / 2 ** 30
+  return Number.isInteger(gib) ? `${gib} GiB` : `${bytes} bytes`
+}
+
+/**
+ * ERR_FS_FILE_TOO_LARGE. node:fs stops at 2 GiB; fairfs reads up to
+ * `buffer.constants.MAX_LENGTH`, so the message names that limit.
+ */
+function fileTooLarge(size, limit) {
+  return withCode(new RangeError(`File size (${size}) is greater than ${formatLimit(limit)}`), 'ERR_FS_FILE_TOO_LARGE')
+}
+
+/** Node's AbortError: `name` 'AbortError', `code` 'ABORT_ERR', `cause` the signal's reason. */
+class AbortError extends Error {
+  constructor(message = 'The operation was aborted', options = undefined) {
+    super(message, options)
+    this.code = 'ABORT_ERR'
+    this.name = 'AbortError'
+  }
+}
+
+module.exports = { invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }

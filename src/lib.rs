@@ -1,0 +1,30 @@
+//! fairfs: fast and fair file reads.
+//!
+//! The core is plain Rust and knows nothing of Node:
+//!
+//! * [`read`]: node:fs's `readFile` algorithm as a state machine, one chunk per step;
+//! * [`scheduler`]: deficit round robin over the requests in flight;
+//! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
+//! * [`error`]: OS errors named the way node:fs names them.
+//!
+//! With the `node` feature, `node` adds the N-API binding used by the npm package.
+//! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
+
+mod errno_table;
+pub mod error;
+mod loom;
+pub mod pool;
+pub mod read;
+pub mod request;
+pub mod scheduler;
+mod sys;
+
+#[cfg(feature = "node")]
+mod node;
+
+pub use error::{FsError, ReadError, Syscall};
+#[cfg(not(fairfs_loom))]
+pub use pool::global;
+pub use pool::{Job, Pool, Stats, Step, Ticket};
+pub use read::{FileRead, Progress, ReadLimits, Source};
+pub use request::{read_blocking, submit_read, Outcome};

@@ -1,0 +1,580 @@
+//! The bounded blocking pool: a fixed number of worker threads that take turns on
+//! requests from one [`FairQueue`].
+//!
+//! A worker checks a request out of the queue, runs one step of it (one chunk)
+//! without holding the lock, and puts it back with the bytes it read, so every
+//! request in flight shares the pool by deficit round robin. A request finishes on
+//! the worker that read its last chunk, which delivers the result once.
+//!
+//! Cancellation is a flag checked between chunks. A waiting request is taken out of
+//! the queue and released by the cancelling thread at once; a request being read
+//! is released by its worker as soon as the chunk in progress returns.
+//!
+//! There is one pool per process ([`global`]), created on first use and shared by
+//! every Node environment (main thread and worker_threads) that loads the addon.
+
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::loom::thread;
+use crate::scheduler::{FairQueue, Flow};
+
+/// Default number of worker threads, the same as libuv's pool.
+pub const DEFAULT_THREADS: usize = 4;
+/// Default chunk size and DRR quantum, the same as node:fs's `readFile` chunk.
+pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+
+/// What one step of a job did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Bytes read in this step; charged to the job's deficit.
+    pub bytes: usize,
+    /// The job has its result and must not be stepped again.
+    pub done: bool,
+}
+
+/// Work the pool can run one step at a time.
+pub trait Job: Send + 'static {
+    /// Runs one step (one chunk). Never called again after it reports `done`.
+    fn step(&mut self) -> Step;
+    /// Delivers the result. Called once, after a step reported `done`.
+    fn complete(self: Box<Self>);
+    /// Delivers cancellation and frees everything. Called instead of further steps.
+    fn cancel(self: Box<Self>);
+}
+
+/// A handle for cancelling a submitted job.
+#[derive(Clone, Debug)]
+pub struct Ticket {
+    id: u64,
+    cancelled: Arc<AtomicBool>,
+}
+
+/// Counters reported by [`Pool::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Worker threads the pool is sized to.
+    pub threads: usize,
+    /// Requests waiting for their next chunk.
+    pub queued: usize,
+    /// Chunks being read right now.
+    pub active: usize,
+    /// Requests that delivered a result (success or error).
+    pub completed: u64,
+    /// Requests that were cancelled.
+    pub cancelled: u64,
+    /// Bytes read by all requests.
+    pub bytes_read: u64,
+    /// Steps (chunks) run by all requests.
+    pub chunks_read: u64,
+}
+
+struct Entry {
+    id: u64,
+    cancelled: Arc<AtomicBool>,
+    job: Box<dyn Job>,
+}
+
+/// State under the pool's lock.
+struct State {
+    /// Requests waiting for their next chunk, in DRR order.
+    queue: FairQueue<Entry>,
+    /// The number of workers the pool should have.
+    target_threads: usize,
+    /// Workers that have started and not yet exited.
+    live_threads: usize,
+    /// Chunks being read right now.
+    active: usize,
+    /// The chunk size new requests use, also the DRR quantum.
+    chunk_size: usize,
+    next_id: u64,
+    /// Set by `Drop`: workers exit and queued jobs are cancelled.
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when work is queued, the pool shrinks, or it shuts down.
+    work_ready: Condvar,
+    completed: AtomicU64,
+    cancelled: AtomicU64,
+    bytes_read: AtomicU64,
+    chunks_read: AtomicU64,
+}
+
+/// A bounded pool of worker threads with fair chunk scheduling.
+pub struct Pool {
+    shared: Arc<Shared>,
+    /// Handles of every worker ever started, joined on drop.
+    handles: Mutex<Vec<thread::JoinHandle<()>>>,
+}
+
+impl Pool {
+    pub fn new(threads: usize, chunk_size: usize) -> Pool {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: FairQueue::new(chunk_size),
+                target_threads: 0,
+                live_threads: 0,
+                active: 0,
+                chunk_size,
+                next_id: 0,
+                shutdown: false,
+            }),
+            work_ready: Condvar::new(),
+            completed: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            chunks_read: AtomicU64::new(0),
+        });
+        let pool = Pool {
+            shared,
+            handles: Mutex::new(Vec::new()),
+        };
+        pool.configure(Some(threads), None);
+        pool
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.shared)
+    }
+
+    /// Queues a job. It starts on the next free worker, ahead of requests that have
+    /// already had their first quantum.
+    pub fn submit(&self, job: Box<dyn Job>) -> Ticket {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let mut state = self.lock();
+        if state.shutdown {
+            drop(state);
+            self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
+            job.cancel();
+            return Ticket {
+                id: u64::MAX,
+                cancelled,
+            };
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        state.queue.push(Entry {
+            id,
+            cancelled: cancelled.clone(),
+            job,
+        });
+        drop(state);
+        self.shared.work_ready.notify_one();
+        Ticket { id, cancelled }
+    }
+
+    /// Cancels a job. A waiting job is released on this thread before returning; a
+    /// job being read is released by its worker after the current chunk. Returns
+    /// whether the job was still waiting.
+    pub fn cancel(&self, ticket: &Ticket) -> bool {
+        // Set before taking the lock: a worker putting the job back checks the flag
+        // under the lock, so either it sees the flag or we find the job queued.
+        ticket.cancelled.store(true, Ordering::Release);
+        let removed = self.lock().queue.remove(|e| e.id == ticket.id);
+        match removed {
+            Some(entry) => {
+                self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
+                entry.job.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Changes the number of threads and/or the chunk size. Growing starts threads
+    /// now; shrinking lets surplus workers exit after their current chunk.
+    /// The chunk size applies to requests submitted afterwards.
+    pub fn configure(&self, threads: Option<usize>, chunk_size: Option<usize>) {
+        let mut state = self.lock();
+        if let Some(size) = chunk_size {
+            state.chunk_size = size.max(1);
+            state.queue.set_quantum(size);
+        }
+        let Some(threads) = threads else { return };
+        let threads = threads.max(1);
+        state.target_threads = threads;
+        let missing = threads.saturating_sub(state.live_threads);
+        state.live_threads += missing;
+        drop(state);
+        self.shared.work_ready.notify_all();
+        let mut handles = self.handles.lock().unwrap();
+        for _ in 0..missing {
+            let shared = self.shared.clone();
+            let spawn = thread::Builder::new()
+                .name("fairfs-worker".into())
+                .spawn(move || worker(shared));
+            match spawn {
+                Ok(h) => handles.push(h),
+                // Could not start a thread: run with the ones we have.
+                Err(_) => lock(&self.shared).live_threads -= 1,
+            }
+        }
+    }
+
+    /// The chunk size for new requests.
+    pub fn chunk_size(&self) -> usize {
+        self.lock().chunk_size
+    }
+
+    pub fn stats(&self) -> Stats {
+        let state = self.lock();
+        Stats {
+            threads: state.target_threads,
+            queued: state.queue.len(),
+            active: state.active,
+            completed: self.shared.completed.load(Ordering::Relaxed),
+            cancelled: self.shared.cancelled.load(Ordering::Relaxed),
+            bytes_read: self.shared.bytes_read.load(Ordering::Relaxed),
+            chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for Pool {
+    /// Cancels waiting jobs, lets running chunks finish, and joins every worker.
+    fn drop(&mut self) {
+        let waiting = {
+            let mut state = self.lock();
+            state.shutdown = true;
+            state.queue.drain()
+        };
+        self.shared.work_ready.notify_all();
+        for entry in waiting {
+            self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
+            entry.job.cancel();
+        }
+        for h in self.handles.lock().unwrap().drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn lock(shared: &Shared) -> MutexGuard<'_, State> {
+    // Jobs run outside the lock, so a panic cannot leave `State` half-updated.
+    shared
+        .state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A worker's life: take the next request, run one chunk, put it back.
+fn worker(shared: Arc<Shared>) {
+    let mut state = lock(&shared);
+    loop {
+        if state.shutdown || state.live_threads > state.target_threads {
+            state.live_threads -= 1;
+            return;
+        }
+        let Some(flow) = state.queue.pop() else {
+            state = shared
+                .work_ready
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+            continue;
+        };
+        state.active += 1;
+        drop(state);
+        let requeue = run_one_step(&shared, flow);
+        state = lock(&shared);
+        state.active -= 1;
+        if let Some((flow, bytes)) = requeue {
+            if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
+                drop(state);
+                finish_cancelled(&shared, flow.item);
+                state = lock(&shared);
+            } else {
+                state.queue.put_back(flow, bytes);
+                // Another worker may be idle while this request still has work.
+                shared.work_ready.notify_one();
+            }
+        }
+    }
+}
+
+/// Runs one step of a checked-out request outside the lock. Returns it with the
+/// bytes read if it has more to do.
+fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, usize)> {
+    if flow.item.cancelled.load(Ordering::Acquire) {
+        finish_cancelled(shared, flow.item);
+        return None;
+    }
+    let step = flow.item.job.step();
+    shared
+        .bytes_read
+        .fetch_add(step.bytes as u64, Ordering::Relaxed);
+    shared.chunks_read.fetch_add(1, Ordering::Relaxed);
+    if step.done {
+        shared.completed.fetch_add(1, Ordering::Relaxed);
+        flow.item.job.complete();
+        None
+    } else {
+        Some((flow, step.bytes))
+    }
+}
+
+fn finish_cancelled(shared: &Shared, entry: Entry) {
+    shared.cancelled.fetch_add(1, Ordering::Relaxed);
+    entry.job.cancel();
+}
+
+/// The process-wide pool, created with the defaults on first use.
+#[cfg(not(fairfs_loom))]
+pub fn global() -> &'static Pool {
+    static GLOBAL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
+    GLOBAL.get_or_init(|| Pool::new(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE))
+}
+
+#[cfg(all(test, not(fairfs_loom)))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A job that takes `steps` steps of `bytes` each and reports what happened to it.
+    struct FakeJob {
+        name: &'static str,
+        steps: usize,
+        bytes: usize,
+        /// Blocks each step until a message arrives, when set.
+        gate: Option<mpsc::Receiver<()>>,
+        log: mpsc::Sender<(&'static str, &'static str)>,
+    }
+
+    impl Job for FakeJob {
+        fn step(&mut self) -> Step {
+            if let Some(gate) = &self.gate {
+                let _ = gate.recv();
+            }
+            self.log.send((self.name, "step")).unwrap();
+            self.steps -= 1;
+            Step {
+                bytes: self.bytes,
+                done: self.steps == 0,
+            }
+        }
+        fn complete(self: Box<Self>) {
+            self.log.send((self.name, "complete")).unwrap();
+        }
+        fn cancel(self: Box<Self>) {
+            self.log.send((self.name, "cancel")).unwrap();
+        }
+    }
+
+    fn job(
+        name: &'static str,
+        steps: usize,
+        log: &mpsc::Sender<(&'static str, &'static str)>,
+    ) -> Box<FakeJob> {
+        Box::new(FakeJob {
+            name,
+            steps,
+            bytes: 100,
+            gate: None,
+            log: log.clone(),
+        })
+    }
+
+    fn recv(rx: &mpsc::Receiver<(&'static str, &'static str)>) -> (&'static str, &'static str) {
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("pool made no progress")
+    }
+
+    #[test]
+    fn one_worker_serves_requests_round_robin() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        // Hold the only worker on a gated job while the others queue up.
+        let (open, gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob {
+            name: "gate",
+            steps: 1,
+            bytes: 1,
+            gate: Some(gate),
+            log: tx.clone(),
+        }));
+        for name in ["a", "b", "c"] {
+            pool.submit(job(name, 2, &tx));
+        }
+        open.send(()).unwrap();
+        let events: Vec<_> = (0..11).map(|_| recv(&rx)).collect();
+        let steps: Vec<_> = events
+            .iter()
+            .filter(|e| e.1 == "step")
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(steps, ["gate", "a", "b", "c", "a", "b", "c"]);
+        assert_eq!(events.iter().filter(|e| e.1 == "complete").count(), 4);
+        let stats = pool.stats();
+        assert_eq!(
+            (stats.completed, stats.chunks_read, stats.bytes_read),
+            (4, 7, 601)
+        );
+    }
+
+    #[test]
+    fn cancelling_a_waiting_job_releases_it_at_once() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob {
+            name: "busy",
+            steps: 1,
+            bytes: 1,
+            gate: Some(gate),
+            log: tx.clone(),
+        }));
+        let ticket = pool.submit(job("victim", 5, &tx));
+        assert!(pool.cancel(&ticket));
+        // Released before the worker is free again.
+        assert_eq!(rx.try_recv().unwrap(), ("victim", "cancel"));
+        open.send(()).unwrap();
+        assert_eq!(recv(&rx), ("busy", "step"));
+        assert_eq!(recv(&rx), ("busy", "complete"));
+        assert!(!pool.cancel(&ticket));
+        assert_eq!(pool.stats().cancelled, 1);
+    }
+
+    #[test]
+    fn cancelling_a_running_job_stops_it_after_the_chunk() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        let ticket = pool.submit(Box::new(FakeJob {
+            name: "long",
+            steps: 100,
+            bytes: 1,
+            gate: Some(gate),
+            log: tx,
+        }));
+        open.send(()).unwrap();
+        assert_eq!(recv(&rx), ("long", "step"));
+        // The worker is now blocked in step 2 (or about to be).
+        assert!(!pool.cancel(&ticket));
+        open.send(()).unwrap();
+        let mut events = vec![];
+        loop {
+            let e = recv(&rx);
+            events.push(e.1);
+            if e.1 != "step" {
+                break;
+            }
+        }
+        assert_eq!(events.last(), Some(&"cancel"));
+        assert!(events.len() <= 2, "ran {events:?} after cancel");
+    }
+
+    #[test]
+    fn pool_grows_and_shrinks_while_working() {
+        let pool = Pool::new(4, 100);
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..50 {
+            pool.submit(job("j", 3, &tx));
+        }
+        pool.configure(Some(1), None);
+        pool.configure(Some(3), Some(50));
+        let completes = (0..200)
+            .map(|_| recv(&rx))
+            .filter(|e| e.1 == "complete")
+            .count();
+        assert_eq!(completes, 50);
+        assert_eq!(pool.stats().threads, 3);
+        assert_eq!(pool.chunk_size(), 50);
+        // Surplus workers exit: eventually exactly three are alive.
+        pool.configure(Some(2), None);
+        for _ in 0..1000 {
+            if lock(&pool.shared).live_threads == 2 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("surplus workers did not exit");
+    }
+
+    #[test]
+    fn dropping_the_pool_cancels_waiting_jobs_and_joins_workers() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob {
+            name: "busy",
+            steps: 1,
+            bytes: 1,
+            gate: Some(gate),
+            log: tx.clone(),
+        }));
+        pool.submit(job("waiting", 3, &tx));
+        open.send(()).unwrap();
+        drop(pool);
+        let events: Vec<_> = rx.try_iter().collect();
+        assert!(events.contains(&("waiting", "cancel")), "{events:?}");
+        assert!(!events.iter().any(|e| e == &("waiting", "complete")));
+    }
+}
+
+#[cfg(all(test, fairfs_loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::sync::atomic::AtomicUsize;
+
+    /// Counts how a job ended: bit 0 = completed, bit 1 = cancelled.
+    struct Probe {
+        steps: usize,
+        ended: Arc<AtomicUsize>,
+    }
+
+    impl Job for Probe {
+        fn step(&mut self) -> Step {
+            self.steps -= 1;
+            Step {
+                bytes: 1,
+                done: self.steps == 0,
+            }
+        }
+        fn complete(self: Box<Self>) {
+            self.ended.fetch_add(1, Ordering::SeqCst);
+        }
+        fn cancel(self: Box<Self>) {
+            self.ended.fetch_add(2, Ordering::SeqCst);
+        }
+    }
+
+    /// A job cancelled while a worker may be running it ends exactly once, by
+    /// completion or by cancellation, and shutdown joins the worker.
+    #[test]
+    fn loom_cancel_races_with_worker() {
+        loom::model(|| {
+            let pool = Pool::new(1, 1);
+            let ended = Arc::new(AtomicUsize::new(0));
+            let ticket = pool.submit(Box::new(Probe {
+                steps: 2,
+                ended: ended.clone(),
+            }));
+            pool.cancel(&ticket);
+            drop(pool);
+            let e = ended.load(Ordering::SeqCst);
+            assert!(e == 1 || e == 2, "ended {e}");
+        });
+    }
+
+    /// Two jobs on two workers: each ends exactly once.
+    #[test]
+    fn loom_two_workers_two_jobs() {
+        loom::model(|| {
+            let pool = Pool::new(2, 1);
+            let a = Arc::new(AtomicUsize::new(0));
+            let b = Arc::new(AtomicUsize::new(0));
+            pool.submit(Box::new(Probe {
+                steps: 1,
+                ended: a.clone(),
+            }));
+            pool.submit(Box::new(Probe {
+                steps: 2,
+                ended: b.clone(),
+            }));
+            drop(pool);
+            assert!(matches!(a.load(Ordering::SeqCst), 1 | 2));
+            assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
+        });
+    }
+}

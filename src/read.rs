@@ -1,0 +1,427 @@
+//! The read algorithm: node:fs's `readFile` semantics as one small state machine.
+//!
+//! ```text
+//!   Unopened --open+fstat--> Reading --read chunk--> Reading ... --EOF or size reached--> done
+//! ```
+//!
+//! * A path is opened with the caller's flags; an fd is used as it is, read from its
+//!   current position, and never closed.
+//! * A regular file with a non-zero `fstat` size is read into one buffer of exactly
+//!   that size. Reading stops at that size (a file that grew is cut there) or at the
+//!   first 0-byte read (a file that shrank gives a shorter result).
+//! * Anything else (size 0, pipes, FIFOs, `/proc`, character devices) is read until EOF.
+//! * No single read asks for more than `chunk_size` bytes, and never 2^31 or more.
+//!
+//! Each [`FileRead::step`] does at most one read system call, so the scheduler can
+//! interleave requests chunk by chunk. The first step also opens and stats, so a
+//! small file completes in one step: open, fstat, read, close on one pool thread.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+
+use crate::error::{FsError, ReadError, Syscall};
+use crate::sys;
+
+/// The largest read we ever ask the kernel for: Linux caps reads just below 2 GiB
+/// and Node aborts on lengths of 2^31 or more.
+pub const MAX_READ_SYSCALL: usize = (1 << 31) - 4096;
+
+/// What to read.
+#[derive(Debug)]
+pub enum Source {
+    /// Open this path with `flags` and `mode`, and close it when done.
+    Path {
+        path: CString,
+        flags: i32,
+        mode: u32,
+    },
+    /// Read this caller-owned fd from its current position; never close it.
+    Fd(RawFd),
+}
+
+/// Limits of one read.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadLimits {
+    /// Bytes per read syscall for files of known size.
+    pub chunk_size: usize,
+    /// Bytes per read syscall when the size is unknown (node:fs uses 64 KiB).
+    pub unknown_chunk_size: usize,
+    /// Largest result allowed; bigger files fail with [`ReadError::TooLarge`].
+    pub max_length: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            chunk_size: 512 * 1024,
+            unknown_chunk_size: 64 * 1024,
+            max_length: u32::MAX as u64 + 1,
+        }
+    }
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// More to read; `bytes` were read in this step.
+    More { bytes: usize },
+    /// The result is complete; `bytes` were read in this step.
+    Done { bytes: usize },
+}
+
+impl Progress {
+    pub fn bytes(self) -> usize {
+        match self {
+            Progress::More { bytes } | Progress::Done { bytes } => bytes,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    Unopened(Source),
+    Reading(OpenFile),
+    /// Taken by `finish`, or failed.
+    Finished,
+}
+
+#[derive(Debug)]
+struct OpenFile {
+    fd: RawFd,
+    /// We opened it, so we close it (and may use `pread` at our own offsets).
+    owned: bool,
+    buf: Vec<u8>,
+    /// The fstat size of a regular file; `None` reads until EOF.
+    expected: Option<usize>,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        // Failed and cancelled reads end here: the fd is closed and the buffer freed
+        // as soon as the read is dropped. A close error has nobody left to report to.
+        if self.owned {
+            let _ = sys::close(self.fd);
+        }
+    }
+}
+
+/// One `readFile` request, advanced one chunk at a time by [`FileRead::step`].
+#[derive(Debug)]
+pub struct FileRead {
+    state: State,
+    limits: ReadLimits,
+}
+
+impl FileRead {
+    pub fn new(source: Source, limits: ReadLimits) -> Self {
+        let chunk_size = limits.chunk_size.clamp(1, MAX_READ_SYSCALL);
+        let unknown_chunk_size = limits.unknown_chunk_size.clamp(1, MAX_READ_SYSCALL);
+        FileRead {
+            state: State::Unopened(source),
+            limits: ReadLimits {
+                chunk_size,
+                unknown_chunk_size,
+                ..limits
+            },
+        }
+    }
+
+    /// Does the next piece of work: opening and stating on the first call, then one
+    /// read syscall. After an error the read is finished and its fd closed.
+    pub fn step(&mut self) -> Result<Progress, ReadError> {
+        let result = self.try_step();
+        if result.is_err() {
+            self.state = State::Finished;
+        }
+        result
+    }
+
+    fn try_step(&mut self) -> Result<Progress, ReadError> {
+        if let State::Unopened(_) = self.state {
+            let State::Unopened(source) = std::mem::replace(&mut self.state, State::Finished)
+            else {
+                unreachable!()
+            };
+            self.state = State::Reading(open(source, &self.limits)?);
+        }
+        let State::Reading(file) = &mut self.state else {
+            return Ok(Progress::Done { bytes: 0 });
+        };
+        let filled = file.buf.len();
+        let (want, offset) = match file.expected {
+            Some(size) => (
+                self.limits.chunk_size.min(size - filled),
+                file.owned.then_some(filled as u64),
+            ),
+            None => {
+                if filled as u64 >= self.limits.max_length {
+                    // One byte past the limit proves the file is too large.
+                    file.buf.try_reserve(1).map_err(|_| out_of_memory())?;
+                    if sys::read_into(file.fd, &mut file.buf, 1, None)? > 0 {
+                        return Err(ReadError::TooLarge {
+                            size: file.buf.len() as u64,
+                        });
+                    }
+                    return Ok(Progress::Done { bytes: 0 });
+                }
+                let room = (self.limits.max_length - filled as u64)
+                    .min(self.limits.unknown_chunk_size as u64);
+                file.buf
+                    .try_reserve(room as usize)
+                    .map_err(|_| out_of_memory())?;
+                (room as usize, None)
+            }
+        };
+        if want == 0 {
+            return Ok(Progress::Done { bytes: 0 });
+        }
+        let n = sys::read_into(file.fd, &mut file.buf, want, offset)?;
+        let complete = n == 0 || file.expected == Some(file.buf.len());
+        Ok(if complete {
+            Progress::Done { bytes: n }
+        } else {
+            Progress::More { bytes: n }
+        })
+    }
+
+    /// Closes the fd if we opened it and returns the bytes read.
+    /// Call after [`FileRead::step`] returned [`Progress::Done`].
+    pub fn finish(mut self) -> Result<Vec<u8>, ReadError> {
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::Reading(mut file) => {
+                let buf = std::mem::take(&mut file.buf);
+                if file.owned {
+                    file.owned = false; // closed here, so its Drop must not close again
+                    sys::close(file.fd)?;
+                }
+                Ok(buf)
+            }
+            State::Unopened(_) | State::Finished => Ok(Vec::new()),
+        }
+    }
+}
+
+fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
+    let (fd, owned) = match source {
+        Source::Path { path, flags, mode } => (sys::open(&path, flags, mode)?, true),
+        Source::Fd(fd) => (fd, false),
+    };
+    // From here on the fd is in `file`, whose Drop closes it on any error.
+    let mut file = OpenFile {
+        fd,
+        owned,
+        buf: Vec::new(),
+        expected: None,
+    };
+    let st = sys::fstat(fd)?;
+    if st.is_regular && st.size > 0 {
+        if st.size > limits.max_length {
+            return Err(ReadError::TooLarge { size: st.size });
+        }
+        let size = st.size as usize;
+        file.buf
+            .try_reserve_exact(size)
+            .map_err(|_| out_of_memory())?;
+        file.expected = Some(size);
+    }
+    Ok(file)
+}
+
+fn out_of_memory() -> ReadError {
+    ReadError::Io(FsError::new(libc::ENOMEM, Syscall::Read))
+}
+
+/// Reads a whole file on the calling thread, step by step (for tests and benches).
+pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<Vec<u8>, ReadError> {
+    let mut read = FileRead::new(source, limits);
+    while let Progress::More { .. } = read.step()? {}
+    read.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::fd::AsRawFd;
+
+    fn path_source(p: &std::path::Path) -> Source {
+        Source::Path {
+            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
+            flags: libc::O_RDONLY,
+            mode: 0o666,
+        }
+    }
+
+    fn temp_file(name: &str, data: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("fairfs-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn reads_files_of_many_sizes_in_chunks() {
+        for len in [0, 1, 4095, 4096, 65_535, 65_536, 1_048_577] {
+            let data = pattern(len);
+            let p = temp_file(&format!("sizes-{len}"), &data);
+            let limits = ReadLimits {
+                chunk_size: 4096,
+                ..Default::default()
+            };
+            let mut read = FileRead::new(path_source(&p), limits);
+            let mut steps = 0;
+            loop {
+                steps += 1;
+                match read.step().unwrap() {
+                    Progress::More { bytes } => assert!(bytes <= 4096),
+                    Progress::Done { bytes } => {
+                        assert!(bytes <= 4096);
+                        break;
+                    }
+                }
+            }
+            // Known size: exactly ceil(len / chunk) reads, and no extra EOF probe.
+            assert_eq!(steps, len.div_ceil(4096).max(1), "len {len}");
+            assert_eq!(read.finish().unwrap(), data, "len {len}");
+        }
+    }
+
+    #[test]
+    fn missing_file_is_enoent_on_open() {
+        let err = read_to_end(
+            path_source(std::path::Path::new("/nonexistent/fairfs")),
+            ReadLimits::default(),
+        );
+        assert_eq!(
+            err,
+            Err(ReadError::Io(FsError::new(libc::ENOENT, Syscall::Open)))
+        );
+    }
+
+    #[test]
+    fn directory_is_eisdir_on_read() {
+        let err = read_to_end(path_source(&std::env::temp_dir()), ReadLimits::default());
+        assert_eq!(
+            err,
+            Err(ReadError::Io(FsError::new(libc::EISDIR, Syscall::Read)))
+        );
+    }
+
+    #[test]
+    fn too_large_fails_before_reading() {
+        let p = temp_file("big", &pattern(10_000));
+        let limits = ReadLimits {
+            max_length: 9_999,
+            ..Default::default()
+        };
+        assert_eq!(
+            read_to_end(path_source(&p), limits),
+            Err(ReadError::TooLarge { size: 10_000 })
+        );
+        let limits = ReadLimits {
+            max_length: 10_000,
+            ..Default::default()
+        };
+        assert_eq!(read_to_end(path_source(&p), limits).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn unknown_size_stops_at_the_limit() {
+        let limits = ReadLimits {
+            max_length: 100_000,
+            ..Default::default()
+        };
+        let err = read_to_end(path_source(std::path::Path::new("/dev/zero")), limits);
+        assert_eq!(err, Err(ReadError::TooLarge { size: 100_001 }));
+    }
+
+    #[test]
+    fn proc_files_with_size_zero_are_read_to_eof() {
+        let got = read_to_end(
+            path_source(std::path::Path::new("/proc/self/status")),
+            ReadLimits::default(),
+        )
+        .unwrap();
+        assert!(String::from_utf8(got).unwrap().contains("Name:"));
+    }
+
+    #[test]
+    fn fd_is_read_from_its_position_and_left_open() {
+        let p = temp_file("fd", b"Hello World");
+        let mut f = std::fs::File::open(&p).unwrap();
+        f.seek(SeekFrom::Start(5)).unwrap();
+        let got = read_to_end(Source::Fd(f.as_raw_fd()), ReadLimits::default()).unwrap();
+        assert_eq!(got, b" World");
+        // Still open: seeking works.
+        assert_eq!(f.stream_position().unwrap(), 11);
+    }
+
+    #[test]
+    fn file_that_shrinks_gives_a_shorter_result() {
+        let p = temp_file("shrink", &pattern(100_000));
+        let limits = ReadLimits {
+            chunk_size: 10_000,
+            ..Default::default()
+        };
+        let mut read = FileRead::new(path_source(&p), limits);
+        assert_eq!(read.step().unwrap(), Progress::More { bytes: 10_000 });
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(25_000)
+            .unwrap();
+        while let Progress::More { .. } = read.step().unwrap() {}
+        assert_eq!(read.finish().unwrap(), pattern(25_000));
+    }
+
+    #[test]
+    fn file_that_grows_is_cut_at_the_fstat_size() {
+        let p = temp_file("grow", &pattern(30_000));
+        let limits = ReadLimits {
+            chunk_size: 10_000,
+            ..Default::default()
+        };
+        let mut read = FileRead::new(path_source(&p), limits);
+        read.step().unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .unwrap()
+            .write_all(&[1; 5000])
+            .unwrap();
+        while let Progress::More { .. } = read.step().unwrap() {}
+        assert_eq!(read.finish().unwrap(), pattern(30_000));
+    }
+
+    /// How many of this process's fds point at `path` (tests run in parallel, so
+    /// counting all fds would race with other tests).
+    pub(crate) fn fds_open_on(path: &std::path::Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target == path)
+            .count()
+    }
+
+    #[test]
+    fn dropping_a_read_midway_closes_its_fd() {
+        let p = temp_file("drop", &pattern(100_000));
+        let mut read = FileRead::new(
+            path_source(&p),
+            ReadLimits {
+                chunk_size: 1000,
+                ..Default::default()
+            },
+        );
+        read.step().unwrap();
+        assert_eq!(fds_open_on(&p), 1);
+        drop(read);
+        assert_eq!(fds_open_on(&p), 0);
+    }
+}

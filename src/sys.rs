@@ -1,0 +1,104 @@
+//! The system calls a read needs, as safe functions.
+//!
+//! This is the only module of the core that calls libc. Each call retries on
+//! `EINTR` and turns a failure into an [`FsError`] naming the syscall as node:fs does.
+
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+use crate::error::{FsError, Syscall};
+
+/// The part of `fstat` a read needs.
+#[derive(Clone, Copy, Debug)]
+pub struct FileStat {
+    pub is_regular: bool,
+    pub size: u64,
+}
+
+/// Retries `f` while it fails with `EINTR`.
+fn retry<T>(
+    syscall: Syscall,
+    mut f: impl FnMut() -> T,
+    failed: impl Fn(&T) -> bool,
+) -> Result<T, FsError> {
+    loop {
+        let r = f();
+        if !failed(&r) {
+            return Ok(r);
+        }
+        let e = FsError::last(syscall);
+        if e.errno != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// `open(2)` with `O_CLOEXEC` added, as libuv does.
+pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<RawFd, FsError> {
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    retry(
+        Syscall::Open,
+        || unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) },
+        |fd| *fd < 0,
+    )
+}
+
+pub fn fstat(fd: RawFd) -> Result<FileStat, FsError> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable memory of the right size; fstat only writes into it.
+    retry(
+        Syscall::Fstat,
+        || unsafe { libc::fstat(fd, st.as_mut_ptr()) },
+        |r| *r < 0,
+    )?;
+    // SAFETY: fstat returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(FileStat {
+        is_regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        size: st.st_size as u64,
+    })
+}
+
+pub fn close(fd: RawFd) -> Result<(), FsError> {
+    // SAFETY: closing an fd we own; no Rust object refers to it afterwards.
+    // EINTR is not retried: on Linux the fd is released even when close reports it.
+    let r = unsafe { libc::close(fd) };
+    if r < 0 {
+        let e = FsError::last(Syscall::Close);
+        if e.errno != libc::EINTR {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Reads up to `len` bytes into the spare capacity of `buf` and extends it by what
+/// was read. `offset` selects `pread` at that offset; `None` reads at the fd's
+/// current position, which also works for pipes and user-supplied fds.
+///
+/// Returns the number of bytes read; 0 means end of file.
+pub fn read_into(
+    fd: RawFd,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: Option<u64>,
+) -> Result<usize, FsError> {
+    let spare = buf.spare_capacity_mut();
+    let len = len.min(spare.len());
+    let ptr = spare.as_mut_ptr().cast::<libc::c_void>();
+    // SAFETY: `ptr` points at `len` writable bytes of `buf`'s spare capacity, which
+    // nothing else aliases while `buf` is mutably borrowed here.
+    let n = retry(
+        Syscall::Read,
+        || unsafe {
+            match offset {
+                Some(off) => libc::pread(fd, ptr, len, off as libc::off_t),
+                None => libc::read(fd, ptr, len),
+            }
+        },
+        |n| *n < 0,
+    )? as usize;
+    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
