@@ -36,6 +36,11 @@ function onComplete(batch) {
 
 function settle(req, result) {
   if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
+  // Aborted before the result reached JS: from the caller's side the read was
+  // still in flight, so it ends as aborted, as node:fs's would.
+  if (result === null || (req.signal?.aborted && Buffer.isBuffer(result))) {
+    return req.done(new AbortError(undefined, req.signal ? { cause: req.signal.reason } : undefined))
+  }
   if (Buffer.isBuffer(result)) {
     let data = result
     if (req.encoding) {
@@ -48,8 +53,7 @@ function settle(req, result) {
     return req.done(null, data)
   }
   if (Array.isArray(result)) return req.done(uvError(result, req.path))
-  if (typeof result === 'number') return req.done(fileTooLarge(result, MAX_LENGTH))
-  return req.done(new AbortError(undefined, req.signal ? { cause: req.signal.reason } : undefined))
+  return req.done(fileTooLarge(result, MAX_LENGTH))
 }
 
 /**
@@ -60,22 +64,22 @@ function settle(req, result) {
 function start(path, options, done, allowFd) {
   const { signal, encoding } = options
   let fd = -1
-  if (isFileHandle(path)) fd = path.fd
-  else if (allowFd && isInt32(path)) {
-    if (path < 0) {
+  const handle = isFileHandle(path)
+  if (handle || (allowFd && isInt32(path))) {
+    fd = handle ? path.fd : path
+    if (fd < 0) {
       // node:fs fails this from a later tick (uncatchably, in Node 20 to 24); we report it.
-      process.nextTick(done, outOfRange('fd', '>= 0 && <= 2147483647', path))
+      process.nextTick(done, outOfRange('fd', '>= 0 && <= 2147483647', fd))
       return
     }
-    fd = path
   }
   if (signal?.aborted) {
     process.nextTick(done, new AbortError(undefined, { cause: signal.reason }))
     return
   }
-  const req = { done, encoding: encoding === 'buffer' ? undefined : encoding, path: undefined, signal, onAbort: undefined }
+  const req = { done, encoding, path: undefined, signal, onAbort: undefined }
   let id
-  if (fd >= 0 || isFileHandle(path)) {
+  if (fd >= 0) {
     id = native.readFd(fd)
   } else {
     const flags = stringToFlags(options.flag)
@@ -113,7 +117,7 @@ function readFilePromise(path, options, allowFd) {
  */
 function readFile(path, options, callback) {
   if (typeof options === 'function' && callback === undefined) return readFileCallback(path, undefined, options)
-  if (typeof callback === 'function') return readFileCallback(path, options, callback)
+  if (callback !== undefined) return readFileCallback(path, options, callback)
   return readFilePromise(path, options, true)
 }
 

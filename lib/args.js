@@ -76,7 +76,7 @@ function validatePath(path) {
   return { native: path, display: Buffer.from(path.buffer, path.byteOffset, path.byteLength).toString() }
 }
 
-const isInt32 = (value) => value === (value | 0)
+const isInt32 = (value) => typeof value === 'number' && value === (value | 0)
 
 /** A node:fs/promises FileHandle (its class is not exported, so it is recognised by shape). */
 function isFileHandle(value) {

@@ -1,0 +1,91 @@
+// AbortSignal: an AbortError with code ABORT_ERR and cause = signal.reason, and a
+// cancelled read leaves no fd open.
+import test from 'ava'
+import fs from 'node:fs'
+import { setImmediate as nextLoopTurn } from 'node:timers/promises'
+import { fairfs, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
+
+test.serial('an already-aborted signal rejects without opening anything', async (t) => {
+  const reason = new Error('stop')
+  const missing = tmpPath('never-opened')
+  const before = fairfs.stats()
+  const cb = await bothCallback(missing, { signal: AbortSignal.abort(reason) })
+  // node:fs calls back synchronously here; fairfs's callbacks are always asynchronous.
+  t.false(cb.node.async)
+  t.true(cb.ours.async)
+  t.deepEqual({ ...cb.ours, async: false }, cb.node)
+  t.is(cb.ours.error.code, 'ABORT_ERR')
+  t.is(cb.ours.error.name, 'AbortError')
+  t.is(cb.ours.error.cause, reason)
+  const p = await bothPromise(missing, { signal: AbortSignal.abort('why') })
+  t.deepEqual(p.ours, p.node)
+  // Nothing reached the pool: ENOENT would have been reported otherwise.
+  const after = fairfs.stats()
+  t.is(after.completed + after.cancelled, before.completed + before.cancelled)
+  t.false(fs.existsSync(missing))
+})
+
+test.serial('aborting during a 256 MiB read rejects with the reason and closes the fd', async (t) => {
+  const path = tmpPath('big')
+  fs.closeSync(fs.openSync(path, 'w'))
+  fs.truncateSync(path, 256 * 1024 * 1024)
+  t.teardown(() => fs.rmSync(path))
+  for (const form of ['promise', 'callback']) {
+    const controller = new AbortController()
+    const reason = { why: form }
+    const before = fairfs.stats().cancelled
+    const read =
+      form === 'promise'
+        ? fairfs.readFile(path, { signal: controller.signal })
+        : new Promise((resolve, reject) => fairfs.readFile(path, { signal: controller.signal }, (e, d) => (e ? reject(e) : resolve(d))))
+    // Let the read open the file and get going.
+    while (fdsOpenOn(path) === 0) await nextLoopTurn()
+    controller.abort(reason)
+    const err = await read.catch((e) => e)
+    t.true(err instanceof Error, `${form}: rejected`)
+    t.is(err.name, 'AbortError')
+    t.is(err.code, 'ABORT_ERR')
+    t.is(err.cause, reason)
+    t.is(fdsOpenOn(path), 0, `${form}: fd closed by the time the error arrives`)
+    t.is(fairfs.stats().cancelled, before + 1)
+  }
+})
+
+test.serial('an abort after the read finished changes nothing', async (t) => {
+  const { path, data } = makeFile(1000)
+  const controller = new AbortController()
+  const got = await fairfs.readFile(path, { signal: controller.signal })
+  controller.abort()
+  t.true(got.equals(data))
+})
+
+test.serial('many reads aborted at random points leak no fds', async (t) => {
+  const files = Array.from({ length: 8 }, (_, i) => makeFile(64 * 1024 * (i + 1)))
+  fairfs.configure({ chunkSize: 16 * 1024 })
+  t.teardown(() => fairfs.configure({ chunkSize: 512 * 1024 }))
+  let aborted = 0
+  let completed = 0
+  const reads = []
+  for (let i = 0; i < 400; i++) {
+    const { path, data } = files[i % files.length]
+    const controller = new AbortController()
+    reads.push(
+      fairfs.readFile(path, { signal: controller.signal }).then(
+        (got) => {
+          t.true(got.equals(data))
+          completed++
+        },
+        (err) => {
+          t.is(err.code, 'ABORT_ERR')
+          aborted++
+        },
+      ),
+    )
+    if (i % 3 === 0) controller.abort()
+    else if (i % 3 === 1) setImmediate(() => controller.abort())
+  }
+  await Promise.all(reads)
+  t.is(aborted + completed, 400)
+  t.true(aborted >= 134, `aborted ${aborted}`)
+  for (const { path } of files) t.is(fdsOpenOn(path), 0)
+})

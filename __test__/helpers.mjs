@@ -1,0 +1,112 @@
+// Shared helpers for the differential specs: every case runs on node:fs and on
+// fairfs, and the outcomes (bytes, strings, or the error's fields) must match.
+import { createRequire } from 'node:module'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import crypto from 'node:crypto'
+
+const require = createRequire(import.meta.url)
+export const fairfs = require('../index.js')
+
+export const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-test-'))
+process.on('exit', () => fs.rmSync(tmpRoot, { recursive: true, force: true }))
+
+let counter = 0
+/** A fresh path under the test's temp dir. */
+export function tmpPath(name = 'f') {
+  return path.join(tmpRoot, `${process.pid}-${counter++}-${name}`)
+}
+
+/**
+ * A file of `len` bytes where every 512-byte block is different, so a chunk read
+ * twice or at the wrong offset is caught (as in Node's test-fs-readfile.js).
+ */
+export function makeFile(len, name = 'data') {
+  const p = tmpPath(name)
+  const data = crypto.randomBytes(len)
+  fs.writeFileSync(p, data)
+  return { path: p, data }
+}
+
+/** The fields of an error that node:fs users can observe. */
+export function describeError(e) {
+  if (!(e instanceof Error)) return { notAnError: e }
+  return {
+    ctor: e.constructor.name,
+    name: e.name,
+    code: e.code,
+    errno: e.errno,
+    syscall: e.syscall,
+    path: e.path,
+    message: e.message,
+    cause: e.cause,
+    ownKeys: Object.keys(e).sort(),
+  }
+}
+
+function describeValue(v) {
+  // A digest keeps failure diffs readable for big files.
+  if (Buffer.isBuffer(v)) return { buffer: crypto.createHash('sha256').update(v).digest('hex'), length: v.length }
+  return { value: v }
+}
+
+/** Runs a callback-style call; records a synchronous throw or what the callback got. */
+export function viaCallback(fn) {
+  return new Promise((resolve) => {
+    let sync = true
+    try {
+      fn((err, data) => {
+        resolve(err ? { async: !sync, error: describeError(err) } : { async: !sync, ...describeValue(data) })
+      })
+    } catch (err) {
+      resolve({ threw: describeError(err) })
+    }
+    sync = false
+  })
+}
+
+/** Runs a promise-returning call; records a synchronous throw, a rejection or the value. */
+export async function viaPromise(fn) {
+  let p
+  try {
+    p = fn()
+  } catch (err) {
+    return { threw: describeError(err) }
+  }
+  try {
+    return describeValue(await p)
+  } catch (err) {
+    return { error: describeError(err) }
+  }
+}
+
+/** The outcome of `fs.readFile(...args, cb)` on node:fs and on fairfs. */
+export async function bothCallback(...args) {
+  const node = await viaCallback((cb) => fs.readFile(...args, cb))
+  const ours = await viaCallback((cb) => fairfs.readFile(...args, cb))
+  return { node, ours }
+}
+
+/** The outcome of `fs.promises.readFile(...args)` on node:fs and on fairfs. */
+export async function bothPromise(...args) {
+  const node = await viaPromise(() => fs.promises.readFile(...args))
+  const ours = await viaPromise(() => fairfs.promises.readFile(...args))
+  return { node, ours }
+}
+
+/** Number of open fds of this process. */
+export function openFdCount() {
+  return fs.readdirSync('/proc/self/fd').length
+}
+
+/** How many of this process's fds point at `file`. */
+export function fdsOpenOn(file) {
+  let n = 0
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) === file) n++
+    } catch {}
+  }
+  return n
+}

@@ -1,0 +1,55 @@
+// configure() and stats(): the pool is resizable at runtime, bad values change nothing.
+import test from 'ava'
+import { fairfs, makeFile } from './helpers.mjs'
+
+test.serial('stats() reports the pool and counts reads', async (t) => {
+  const { path } = makeFile(3 * 512 * 1024 + 10)
+  const before = fairfs.stats()
+  for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize']) {
+    t.is(typeof before[key], 'number', key)
+  }
+  await fairfs.readFile(path)
+  const after = fairfs.stats()
+  t.is(after.completed, before.completed + 1)
+  t.is(after.bytesRead, before.bytesRead + 3 * 512 * 1024 + 10)
+  t.is(after.chunksRead, before.chunksRead + 4)
+  t.is(after.queued, 0)
+  t.is(after.active, 0)
+})
+
+test.serial('configure() resizes the pool while reads are in flight', async (t) => {
+  const files = Array.from({ length: 20 }, () => makeFile(2 * 1024 * 1024))
+  const reads = files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))
+  fairfs.configure({ threads: 1 })
+  t.is(fairfs.stats().threads, 1)
+  fairfs.configure({ threads: 8, chunkSize: 64 * 1024 })
+  t.like(fairfs.stats(), { threads: 8, chunkSize: 64 * 1024 })
+  t.deepEqual(await Promise.all(reads), files.map(() => true))
+  fairfs.configure({ threads: 4, chunkSize: 512 * 1024 })
+  t.like(fairfs.stats(), { threads: 4, chunkSize: 512 * 1024 })
+})
+
+const invalid = [
+  [{ threads: 0 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: -1 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: 1.5 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: 1e9 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: '4' }, TypeError, 'ERR_INVALID_ARG_TYPE'],
+  [{ chunkSize: 0 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ chunkSize: 2 ** 31 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ chunkSize: NaN }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: 2, chunkSize: -5 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [null, TypeError, 'ERR_INVALID_ARG_TYPE'],
+  [7, TypeError, 'ERR_INVALID_ARG_TYPE'],
+]
+
+for (const [options, Class, code] of invalid) {
+  test.serial(`configure(${JSON.stringify(options)}) throws ${code} and keeps the old settings`, (t) => {
+    const before = fairfs.stats()
+    const err = t.throws(() => fairfs.configure(options), { instanceOf: Class })
+    t.is(err.code, code)
+    const after = fairfs.stats()
+    t.is(after.threads, before.threads)
+    t.is(after.chunkSize, before.chunkSize)
+  })
+}

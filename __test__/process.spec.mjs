@@ -1,0 +1,88 @@
+// Process-level behaviour: worker_threads, exit while reading, keep-alive.
+import test from 'ava'
+import fs from 'node:fs'
+import { Worker } from 'node:worker_threads'
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import crypto from 'node:crypto'
+import { fairfs, makeFile, tmpPath } from './helpers.mjs'
+
+const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
+const workerScript = new URL('./fixtures/worker-reader.mjs', import.meta.url)
+
+function run(scenario, file) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [child, scenario, file], { timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? err.code : 0, signal: err?.signal ?? null, stdout, stderr })
+    })
+  })
+}
+
+function bigSparseFile(bytes) {
+  const path = tmpPath('sparse')
+  fs.closeSync(fs.openSync(path, 'w'))
+  fs.truncateSync(path, bytes)
+  return path
+}
+
+test('4 worker_threads read at once, one terminated mid-read; the rest and the main thread carry on', async (t) => {
+  const { path, data } = makeFile(8 * 1024 * 1024)
+  const digest = crypto.createHash('sha256').update(data).digest('hex')
+  const workers = Array.from({ length: 4 }, () => new Worker(workerScript, { workerData: { file: path, rounds: 10 } }))
+  const results = workers.map(
+    (w) =>
+      new Promise((resolve, reject) => {
+        const seen = []
+        w.on('message', (d) => seen.push(d))
+        w.on('error', reject)
+        w.on('exit', (code) => resolve({ code, seen }))
+      }),
+  )
+  workers[0].once('message', () => workers[0].terminate())
+  const done = await Promise.all(results)
+  t.is(done[0].code, 1, 'terminated')
+  for (const { seen } of done) t.true(seen.every((d) => d === digest))
+  for (const { code, seen } of done.slice(1)) {
+    t.is(code, 0)
+    t.is(seen.length, 10)
+  }
+  t.true((await fairfs.readFile(path)).equals(data))
+})
+
+test('process.exit() during a big read exits cleanly with its code', async (t) => {
+  const path = bigSparseFile(512 * 1024 * 1024)
+  t.teardown(() => fs.rmSync(path))
+  const r = await run('exit-during-read', path)
+  t.is(r.signal, null)
+  t.is(r.code, 7)
+  t.is(r.stderr, '')
+  t.is(r.stdout, '')
+})
+
+test('an uncaught exception during a read exits like any uncaught exception', async (t) => {
+  const path = bigSparseFile(512 * 1024 * 1024)
+  t.teardown(() => fs.rmSync(path))
+  const r = await run('throw-during-read', path)
+  t.is(r.signal, null)
+  t.is(r.code, 1)
+  t.regex(r.stderr, /Error: boom/)
+})
+
+test('a pending read keeps the process alive until it settles, and no longer', async (t) => {
+  const path = bigSparseFile(64 * 1024 * 1024)
+  t.teardown(() => fs.rmSync(path))
+  const started = Date.now()
+  const r = await run('keep-alive', path)
+  t.is(r.code, 0)
+  t.is(r.stdout, `read ${64 * 1024 * 1024}\n`)
+  t.true(Date.now() - started < 30_000)
+  const missing = await run('keep-alive', tmpPath('missing'))
+  t.is(missing.stdout, 'ENOENT\n')
+})
+
+test('a callback that throws does not stop the other reads of its batch', async (t) => {
+  const { path } = makeFile(100)
+  const r = await run('callback-throws', path)
+  t.regex(r.stdout, /uncaught from callback/)
+  t.regex(r.stdout, /settled 5/)
+})
