@@ -13,7 +13,7 @@
 //! There is one pool per process ([`global`]), created on first use and shared by
 //! every Node environment (main thread and worker_threads) that loads the addon.
 
-use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::loom::thread;
 use crate::scheduler::{FairQueue, Flow};
@@ -82,8 +82,6 @@ struct State {
     target_threads: usize,
     /// Workers that have started and not yet exited.
     live_threads: usize,
-    /// Chunks being read right now.
-    active: usize,
     /// The chunk size new requests use, also the DRR quantum.
     chunk_size: usize,
     next_id: u64,
@@ -95,6 +93,9 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when work is queued, the pool shrinks, or it shuts down.
     work_ready: Condvar,
+    /// Chunks being read right now. Outside the lock so that it drops before the
+    /// result is delivered: whoever sees a result never sees its chunk as active.
+    active: AtomicUsize,
     completed: AtomicU64,
     cancelled: AtomicU64,
     bytes_read: AtomicU64,
@@ -115,12 +116,12 @@ impl Pool {
                 queue: FairQueue::new(chunk_size),
                 target_threads: 0,
                 live_threads: 0,
-                active: 0,
                 chunk_size,
                 next_id: 0,
                 shutdown: false,
             }),
             work_ready: Condvar::new(),
+            active: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
@@ -222,7 +223,7 @@ impl Pool {
         Stats {
             threads: state.target_threads,
             queued: state.queue.len(),
-            active: state.active,
+            active: self.shared.active.load(Ordering::Relaxed),
             completed: self.shared.completed.load(Ordering::Relaxed),
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             bytes_read: self.shared.bytes_read.load(Ordering::Relaxed),
@@ -273,11 +274,10 @@ fn worker(shared: Arc<Shared>) {
                 .unwrap_or_else(|p| p.into_inner());
             continue;
         };
-        state.active += 1;
+        shared.active.fetch_add(1, Ordering::Relaxed);
         drop(state);
         let requeue = run_one_step(&shared, flow);
         state = lock(&shared);
-        state.active -= 1;
         if let Some((flow, bytes)) = requeue {
             if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
                 drop(state);
@@ -296,10 +296,12 @@ fn worker(shared: Arc<Shared>) {
 /// bytes read if it has more to do.
 fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, usize)> {
     if flow.item.cancelled.load(Ordering::Acquire) {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
         finish_cancelled(shared, flow.item);
         return None;
     }
     let step = flow.item.job.step();
+    shared.active.fetch_sub(1, Ordering::Relaxed);
     shared
         .bytes_read
         .fetch_add(step.bytes as u64, Ordering::Relaxed);
@@ -515,7 +517,6 @@ mod tests {
 #[cfg(all(test, fairfs_loom))]
 mod loom_tests {
     use super::*;
-    use crate::loom::sync::atomic::AtomicUsize;
 
     /// Counts how a job ended: bit 0 = completed, bit 1 = cancelled.
     struct Probe {
