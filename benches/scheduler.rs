@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Barrier, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -56,65 +56,54 @@ fn bench_read_16mib(c: &mut Criterion, dir: &TempDir) {
         .sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    g.bench_function("fairfs_pool", |b| {
-        b.iter(|| read_blocking(&pool, source(&path), ReadLimits::default()).unwrap())
-    });
+    g.bench_function("fairfs_pool", |b| b.iter(|| read_blocking(&pool, source(&path), ReadLimits::default()).unwrap()));
     // The same read algorithm without the pool: the difference is the hand-off cost.
     g.bench_function("fairfs_inline", |b| {
         b.iter(|| fairfs::read::read_to_end(source(&path), ReadLimits::default()).unwrap())
     });
     g.bench_function("std_fs_read", |b| b.iter(|| std::fs::read(&path).unwrap()));
-    g.bench_function("tokio_fs_read", |b| {
-        b.iter(|| rt.block_on(tokio::fs::read(&path)).unwrap())
-    });
+    g.bench_function("tokio_fs_read", |b| b.iter(|| rt.block_on(tokio::fs::read(&path)).unwrap()));
     g.finish();
 }
 
 fn bench_small_read_under_load(c: &mut Criterion, dir: &TempDir) {
     let small = dir.file("small", SMALL);
-    let big: Vec<PathBuf> = BIG_SIZES
-        .iter()
-        .map(|&n| dir.file(&format!("big-{}MiB", n / MIB), n))
-        .collect();
+    let big: Vec<PathBuf> = BIG_SIZES.iter().map(|&n| dir.file(&format!("big-{}MiB", n / MIB), n)).collect();
     let mut g = c.benchmark_group("small_read_under_load");
-    // One read can take ~100 ms on the FIFO baseline: flat sampling keeps the
-    // iteration count (and the run time) low.
-    g.sample_size(20)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
+    // One read takes up to ~1 s on the whole-file FIFO baseline: flat sampling keeps
+    // the iteration count (and the run time) low.
+    g.sampling_mode(SamplingMode::Flat).warm_up_time(Duration::from_secs(1));
 
     let fair = |chunk| -> Box<dyn Submit> { Box::new(Pool::new(THREADS, chunk)) };
     let fifo = |per_chunk| -> Box<dyn Submit> { Box::new(FifoPool::new(THREADS, per_chunk)) };
+    let d = DEFAULT_CHUNK_SIZE;
     // (name, pool, chunk size, with background load)
     let cases = [
-        (
-            "fair_idle",
-            fair(DEFAULT_CHUNK_SIZE),
-            DEFAULT_CHUNK_SIZE,
-            false,
-        ),
-        (
-            "fair_drr_512KiB",
-            fair(DEFAULT_CHUNK_SIZE),
-            DEFAULT_CHUNK_SIZE,
-            true,
-        ),
+        ("fair_idle", fair(d), d, false),
+        ("fair_drr_512KiB", fair(d), d, true),
         // The latency side of the chunk-size trade-off.
         ("fair_drr_64KiB", fair(64 * KIB), 64 * KIB, true),
         ("fair_drr_4MiB", fair(4 * MIB), 4 * MIB, true),
         // Node's readFile on libuv today: each chunk goes to the back of one FIFO.
-        ("fifo_chunked_512KiB", fifo(true), DEFAULT_CHUNK_SIZE, true),
+        ("fifo_chunked_512KiB", fifo(true), d, true),
         // Whole-file jobs, as `std::fs::read` on a FIFO pool (e.g. tokio::fs::read).
-        ("fifo_whole_file", fifo(false), DEFAULT_CHUNK_SIZE, true),
+        ("fifo_whole_file", fifo(false), d, true),
     ];
     let mut summary = Vec::new();
     for (name, pool, chunk, loaded) in cases {
+        // Fewer, longer samples where a single read takes most of a second.
+        let slow = name == "fifo_whole_file";
+        g.sample_size(if slow { 10 } else { 20 }).measurement_time(Duration::from_secs(if slow { 8 } else { 4 }));
         let pool: &dyn Submit = &*pool;
         let mut latencies = Vec::new();
         let stop = AtomicBool::new(false);
+        let ready = Barrier::new(2);
         let load = thread::scope(|s| {
-            let load = loaded.then(|| s.spawn(|| run_load(pool, &big, chunk, &stop)));
+            let load = loaded.then(|| s.spawn(|| run_load(pool, &big, chunk, &ready, &stop)));
+            if loaded {
+                // Measure only once the big reads are queued.
+                ready.wait();
+            }
             g.bench_function(name, |b| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
@@ -136,9 +125,7 @@ fn bench_small_read_under_load(c: &mut Criterion, dir: &TempDir) {
     eprintln!("\nsmall_read_under_load: 1 KiB read latency (all timed reads, warm-up included)");
     for (name, (n, p50, p99, max), load) in summary {
         let load = load.map_or(String::from("none"), |gbs| format!("{gbs:.2} GB/s"));
-        eprintln!(
-            "  {name:<20} n={n:<6} p50={p50:>10.3?} p99={p99:>10.3?} max={max:>10.3?}  big-read load {load}"
-        );
+        eprintln!("  {name:<20} n={n:<6} p50={p50:>10.3?} p99={p99:>10.3?} max={max:>10.3?}  big-read load {load}");
     }
 }
 
@@ -152,15 +139,8 @@ fn bench_chunk_size(c: &mut Criterion, dir: &TempDir) {
     for chunk in [64, 128, 256, 512, 1024, 2048, 4096].map(|k| k * KIB) {
         // Pool chunk size = DRR quantum = bytes per read syscall.
         let pool = Pool::new(THREADS, chunk);
-        let limits = ReadLimits {
-            chunk_size: chunk,
-            ..ReadLimits::default()
-        };
-        let label = if chunk < MIB {
-            format!("{}KiB", chunk / KIB)
-        } else {
-            format!("{}MiB", chunk / MIB)
-        };
+        let limits = ReadLimits { chunk_size: chunk, ..ReadLimits::default() };
+        let label = if chunk < MIB { format!("{}KiB", chunk / KIB) } else { format!("{}MiB", chunk / MIB) };
         g.bench_with_input(BenchmarkId::from_parameter(label), &limits, |b, &l| {
             b.iter(|| read_blocking(&pool, source(&path), l).unwrap())
         });
@@ -180,15 +160,8 @@ impl Submit for Pool {
 }
 
 /// Both pools run the same `ReadFileJob`, so only the scheduling differs.
-fn read_job(
-    path: &Path,
-    chunk: usize,
-    on_done: impl FnOnce(Outcome) + Send + 'static,
-) -> Box<dyn Job> {
-    let limits = ReadLimits {
-        chunk_size: chunk,
-        ..ReadLimits::default()
-    };
+fn read_job(path: &Path, chunk: usize, on_done: impl FnOnce(Outcome) + Send + 'static) -> Box<dyn Job> {
+    let limits = ReadLimits { chunk_size: chunk, ..ReadLimits::default() };
     Box::new(ReadFileJob::new(source(path), limits, on_done))
 }
 
@@ -206,8 +179,9 @@ fn small_read(pool: &dyn Submit, path: &Path, chunk: usize) -> Duration {
 }
 
 /// Keeps `LOAD_READS` big reads in flight until `stop`, then waits for them to
-/// finish so the next case starts on an idle machine. Returns the load's GB/s.
-fn run_load(pool: &dyn Submit, files: &[PathBuf], chunk: usize, stop: &AtomicBool) -> f64 {
+/// finish so the next case starts on an idle machine. Meets `ready` once the first
+/// reads are queued. Returns the load's GB/s.
+fn run_load(pool: &dyn Submit, files: &[PathBuf], chunk: usize, ready: &Barrier, stop: &AtomicBool) -> f64 {
     let (tx, rx) = mpsc::channel();
     let start = Instant::now();
     let (mut in_flight, mut next, mut bytes) = (0, 0, 0);
@@ -221,6 +195,9 @@ fn run_load(pool: &dyn Submit, files: &[PathBuf], chunk: usize, stop: &AtomicBoo
             }));
             next += 1;
             in_flight += 1;
+            if next == LOAD_READS {
+                ready.wait();
+            }
         }
         if stopping && in_flight == 0 {
             return bytes as f64 / start.elapsed().as_secs_f64() / 1e9;
@@ -250,11 +227,8 @@ struct FifoShared {
 
 impl FifoPool {
     fn new(threads: usize, per_chunk: bool) -> FifoPool {
-        let shared = Arc::new(FifoShared {
-            queue: Mutex::new((VecDeque::new(), false)),
-            ready: Condvar::new(),
-            per_chunk,
-        });
+        let shared =
+            Arc::new(FifoShared { queue: Mutex::new((VecDeque::new(), false)), ready: Condvar::new(), per_chunk });
         let workers = (0..threads)
             .map(|_| {
                 let shared = shared.clone();
@@ -353,6 +327,8 @@ impl TempDir {
                 f.write_all(&block[..n]).unwrap();
                 left -= n;
             }
+            // Written back now, so writeback does not compete with the first bench.
+            f.sync_all().unwrap();
         }
         let mut f = std::fs::File::open(&path).unwrap();
         while f.read(&mut block).unwrap() > 0 {}
