@@ -9,17 +9,34 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+export interface BufferStats {
+  hits: number
+  misses: number
+  pooledBytes: number
+  outstanding: number
+  maxPooledBytes: number
+}
+
 /**
  * Cancels request `id`. Its outcome (cancelled, or the result if it was already
  * finishing) still arrives through `onComplete`.
  */
 export declare function cancel(id: number): void
 
-/** Resizes the pool and/or sets the chunk size. The JS layer validates the values. */
-export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null): void
+/** Closes `fd`. Returns the request id. */
+export declare function closeFd(fd: number): number
+
+/**
+ * Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
+ * validates the values.
+ */
+export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null): void
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string, string, string] | null>) => void, maxLength: number): void
+
+/** Opens `path`; the result is the fd. Returns the request id. */
+export declare function openPath(path: string | Uint8Array, flags: number, mode: number): number
 
 export interface PoolStats {
   threads: number
@@ -30,7 +47,14 @@ export interface PoolStats {
   bytesRead: number
   chunksRead: number
   chunkSize: number
+  pool: BufferStats
 }
+
+/**
+ * Reads up to `length` bytes of `fd` at `position` (negative: the current
+ * position); the result is a Buffer, empty at end of file. Returns the request id.
+ */
+export declare function readChunk(fd: number, position: number, length: number): number
 
 /** Reads the caller's `fd` from its current position, leaving it open. Returns the request id. */
 export declare function readFd(fd: number): number

@@ -836,8 +836,11 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.cancel = nativeBinding.cancel
+module.exports.closeFd = nativeBinding.closeFd
 module.exports.configure = nativeBinding.configure
 module.exports.init = nativeBinding.init
+module.exports.openPath = nativeBinding.openPath
+module.exports.readChunk = nativeBinding.readChunk
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.stats = nativeBinding.stats

@@ -6,33 +6,11 @@
 // node:fs results and errors. The native half (binding.js, generated) runs the
 // read on fairfs's own threads and reports back once per batch of finished reads.
 
-const { Buffer, constants: { MAX_LENGTH } } = require('node:buffer')
-const native = require('./binding.js')
+const { Buffer } = require('node:buffer')
+const { binding: native, track, nativeError } = require('./lib/native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./lib/args')
-const { invalidArgType, outOfRange, uvError, fileTooLarge, AbortError } = require('./lib/errors')
-
-/** Reads in flight from this thread: native id -> request. */
-const inFlight = new Map()
-
-native.init(onComplete, MAX_LENGTH)
-
-/** Receives `[id, result, id, result, ...]` from the native side. */
-function onComplete(batch) {
-  let thrown
-  for (let i = 0; i < batch.length; i += 2) {
-    const req = inFlight.get(batch[i])
-    if (req === undefined) continue
-    inFlight.delete(batch[i])
-    try {
-      settle(req, batch[i + 1])
-    } catch (err) {
-      // A user callback threw. Deliver the rest of the batch first, then let the
-      // error surface as an uncaught exception, as it would from node:fs.
-      thrown ??= { err }
-    }
-  }
-  if (thrown) process.nextTick(() => { throw thrown.err })
-}
+const { invalidArgType, outOfRange, AbortError } = require('./lib/errors')
+const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./lib/read-stream')
 
 function settle(req, result) {
   if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
@@ -52,8 +30,7 @@ function settle(req, result) {
     }
     return req.done(null, data)
   }
-  if (Array.isArray(result)) return req.done(uvError(result, req.path))
-  return req.done(fileTooLarge(result, MAX_LENGTH))
+  return req.done(nativeError(result, req.path))
 }
 
 /**
@@ -87,7 +64,7 @@ function start(path, options, done, allowFd) {
     req.path = display
     id = native.readPath(nativePath, flags, 0o666)
   }
-  inFlight.set(id, req)
+  track(id, (result) => settle(req, result))
   if (signal) {
     req.onAbort = () => native.cancel(id)
     signal.addEventListener('abort', req.onAbort, { once: true })
@@ -134,6 +111,7 @@ const promises = {
 
 const kMaxChunkSize = 64 * 1024 * 1024
 const kMaxThreads = 1024
+const kMaxReadAhead = 64
 
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
@@ -143,20 +121,29 @@ function checkInteger(name, value, min, max) {
 }
 
 /**
- * Changes the pool: `threads` (1..1024) resizes it at once, `chunkSize` (4 KiB..64 MiB)
- * applies to reads started afterwards. Invalid values throw and change nothing.
+ * Changes the pool: `threads` (1..1024) resizes it at once; `chunkSize` (4 KiB..64 MiB)
+ * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
+ * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
+ * stream reads ahead. Invalid values throw and change nothing.
  */
 function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead } = options
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
-  native.configure(threads, chunkSize)
+  if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
+  if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
+  native.configure(threads, chunkSize, maxPooledBytes)
+  if (readAhead !== undefined) setReadAhead(readAhead)
 }
 
-/** Pool counters: threads, queued, active, completed, cancelled, bytesRead, chunksRead, chunkSize. */
+/**
+ * Pool counters: threads, queued, active, completed, cancelled, bytesRead, chunksRead,
+ * chunkSize, readAhead, and `pool`: the buffer pool's hits, misses, pooledBytes,
+ * outstanding and maxPooledBytes.
+ */
 function stats() {
-  return native.stats()
+  return { ...native.stats(), readAhead: getReadAhead() }
 }
 
-module.exports = { readFile, promises, configure, stats }
+module.exports = { readFile, promises, createReadStream, ReadStream, configure, stats }

@@ -50,9 +50,7 @@ impl FsError {
 
     /// The error left in `errno` by the last failed libc call on this thread.
     pub fn last(syscall: Syscall) -> Self {
-        let errno = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
         FsError { errno, syscall }
     }
 
@@ -73,22 +71,13 @@ impl FsError {
 }
 
 fn lookup(errno: i32) -> Option<(&'static str, &'static str)> {
-    ERRNO_TABLE
-        .iter()
-        .find(|(n, _, _)| *n == errno)
-        .map(|(_, code, text)| (*code, *text))
+    ERRNO_TABLE.iter().find(|(n, _, _)| *n == errno).map(|(_, code, text)| (*code, *text))
 }
 
 impl fmt::Display for FsError {
     /// node's message without the path suffix: `ENOENT: no such file or directory, open`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}, {}",
-            self.code(),
-            self.description(),
-            self.syscall.as_str()
-        )
+        write!(f, "{}: {}, {}", self.code(), self.description(), self.syscall.as_str())
     }
 }
 
@@ -137,10 +126,7 @@ mod tests {
         assert_eq!(e.node_errno(), -libc::ENOENT);
         assert_eq!(e.to_string(), "ENOENT: no such file or directory, open");
         let e = FsError::new(libc::EISDIR, Syscall::Read);
-        assert_eq!(
-            e.to_string(),
-            "EISDIR: illegal operation on a directory, read"
-        );
+        assert_eq!(e.to_string(), "EISDIR: illegal operation on a directory, read");
         assert!(!e.syscall.takes_path());
     }
 

@@ -5,11 +5,14 @@
 //! * [`read`]: node:fs's `readFile` algorithm as a state machine, one chunk per step;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
+//! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`error`]: OS errors named the way node:fs names them.
 //!
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
+pub mod buffer_pool;
+pub mod chunk;
 mod errno_table;
 pub mod error;
 mod loom;
@@ -22,9 +25,10 @@ mod sys;
 #[cfg(feature = "node")]
 mod node;
 
+pub use buffer_pool::BufferPool;
 pub use error::{FsError, ReadError, Syscall};
 #[cfg(not(fairfs_loom))]
 pub use pool::global;
 pub use pool::{Job, Pool, Stats, Step, Ticket};
 pub use read::{FileRead, Progress, ReadLimits, Source};
-pub use request::{read_blocking, submit_read, Outcome};
+pub use request::{read_blocking, submit_read, OnceJob, Outcome};

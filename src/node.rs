@@ -2,33 +2,47 @@
 //!
 //! * `init(onComplete, maxLength)` sets up one [`EnvState`] per Node environment
 //!   (the main thread and each worker_thread), holding one threadsafe function.
-//! * `readPath` / `readFd` submit a read to the process-wide pool and return its id.
+//! * `readPath` / `readFd` submit a whole-file read to the process-wide pool, and
+//!   `openPath` / `readChunk` / `closeFd` the single operations of a read stream;
+//!   each returns a request id.
 //! * Pool threads push finished reads onto the environment's completion queue and
 //!   wake the JS thread once per batch; the JS thread hands the whole batch to
 //!   `onComplete` as `[id, result, id, result, ...]`.
 //! * The threadsafe function is referenced only while reads are pending, so a
 //!   pending read keeps the process alive exactly as long as node:fs's would.
+//! * Read results reach JS without a copy, as external Buffers over pooled memory
+//!   that goes back to the buffer pool from the Buffer's finalizer, after V8 has
+//!   collected it. Small results are copied and their buffer reused at once.
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{
-    ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
-};
+use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
+use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
+use crate::chunk::{self, OpenedFd};
 use crate::error::ReadError;
-use crate::pool::{global, Ticket};
+use crate::pool::{global, Job, Ticket};
 use crate::read::{ReadLimits, Source};
-use crate::request::{submit_read, Outcome};
+use crate::request::{OnceJob, ReadFileJob};
 
-/// Finished reads waiting for the JS thread, in completion order.
-type DoneQueue = Arc<Mutex<Vec<(u32, Outcome)>>>;
+/// What a finished request hands back to JS.
+pub enum Delivered {
+    Bytes(std::result::Result<PooledBytes, ReadError>),
+    Opened(std::result::Result<OpenedFd, ReadError>),
+    Closed(std::result::Result<(), ReadError>),
+    /// Cancelled before it ran.
+    Cancelled,
+}
 
-/// A batch of finished reads on its way to `onComplete`.
-pub struct Batch(Vec<(u32, Outcome)>);
+/// Finished requests waiting for the JS thread, in completion order.
+type DoneQueue = Arc<Mutex<Vec<(u32, Delivered)>>>;
+
+/// A batch of finished requests on its way to `onComplete`.
+pub struct Batch(Vec<(u32, Delivered)>);
 
 type Waker = ThreadsafeFunction<(), (), Batch, Status, false, true>;
 
@@ -51,10 +65,10 @@ struct Sink {
 }
 
 impl Sink {
-    fn deliver(&self, id: u32, outcome: Outcome) {
+    fn deliver(&self, id: u32, delivered: Delivered) {
         let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         let first = done.is_empty();
-        done.push((id, outcome));
+        done.push((id, delivered));
         drop(done);
         // One wake-up per batch: whoever makes the queue non-empty wakes the JS
         // thread, which then takes everything queued by the time it runs. If the
@@ -87,10 +101,7 @@ fn set_referenced(env: &Env, st: &mut EnvState, want: bool) -> Result<()> {
         }
     };
     if status != napi::sys::Status::napi_ok {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "fairfs: cannot (un)ref the completion callback",
-        ));
+        return Err(Error::new(Status::GenericFailure, "fairfs: cannot (un)ref the completion callback"));
     }
     st.referenced = want;
     Ok(())
@@ -102,29 +113,25 @@ fn set_referenced(env: &Env, st: &mut EnvState, want: bool) -> Result<()> {
 )]
 pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Result<()> {
     if env.get_instance_data::<EnvState>()?.is_some() {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "fairfs: init() called twice",
-        ));
+        return Err(Error::new(Status::GenericFailure, "fairfs: init() called twice"));
     }
     let done: DoneQueue = Arc::default();
     let queue = done.clone();
-    let waker: Waker = on_complete
-        .build_threadsafe_function::<()>()
-        .callee_handled::<false>()
-        .weak::<true>()
-        .build_callback(move |ctx: ThreadsafeCallContext<()>| {
-            let batch = std::mem::take(&mut *queue.lock().unwrap_or_else(|p| p.into_inner()));
-            if let Ok(st) = state(&ctx.env) {
-                for (id, _) in &batch {
-                    st.pending.remove(id);
+    let waker: Waker =
+        on_complete.build_threadsafe_function::<()>().callee_handled::<false>().weak::<true>().build_callback(
+            move |ctx: ThreadsafeCallContext<()>| {
+                let batch = std::mem::take(&mut *queue.lock().unwrap_or_else(|p| p.into_inner()));
+                if let Ok(st) = state(&ctx.env) {
+                    for (id, _) in &batch {
+                        st.pending.remove(id);
+                    }
+                    if st.pending.is_empty() {
+                        set_referenced(&ctx.env, st, false)?;
+                    }
                 }
-                if st.pending.is_empty() {
-                    set_referenced(&ctx.env, st, false)?;
-                }
-            }
-            Ok(Batch(batch))
-        })?;
+                Ok(Batch(batch))
+            },
+        )?;
     let st = EnvState {
         pending: HashMap::new(),
         next_id: 0,
@@ -141,42 +148,83 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
     })
 }
 
-fn submit(env: &Env, source: Source) -> Result<u32> {
+/// Registers a request from this environment and submits the job `make` builds
+/// around its delivery callback.
+fn submit(env: &Env, make: impl FnOnce(Box<dyn FnOnce(Delivered) + Send>) -> Box<dyn Job>) -> Result<u32> {
     let st = state(env)?;
     let id = st.next_id;
     st.next_id = st.next_id.wrapping_add(1);
-    let pool = global();
-    let limits = ReadLimits {
-        chunk_size: pool.chunk_size(),
-        max_length: st.max_length,
-        ..ReadLimits::default()
-    };
     let sink = st.sink.clone();
-    let ticket = submit_read(pool, source, limits, move |outcome| {
-        sink.deliver(id, outcome)
-    });
+    let ticket = global().submit(make(Box::new(move |delivered| sink.deliver(id, delivered))));
     st.pending.insert(id, ticket);
     set_referenced(env, st, true)?;
     Ok(id)
+}
+
+fn submit_read(env: &Env, source: Source) -> Result<u32> {
+    let limits = ReadLimits {
+        chunk_size: global().chunk_size(),
+        max_length: state(env)?.max_length,
+        buffers: Some(buffer_pool::global()),
+        ..ReadLimits::default()
+    };
+    submit(env, |deliver| Box::new(ReadFileJob::new(source, limits, move |outcome| deliver(Delivered::Bytes(outcome)))))
+}
+
+fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
+    let bytes = match path {
+        Either::A(s) => s.as_bytes(),
+        Either::B(b) => b,
+    };
+    CString::new(bytes).map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))
 }
 
 /// Reads the file at `path` (a string or the bytes of a Buffer path), opened with
 /// numeric `flags` and `mode`. Returns the request id.
 #[napi]
 pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<u32> {
-    let bytes = match &path {
-        Either::A(s) => s.as_bytes(),
-        Either::B(b) => b,
-    };
-    let path = CString::new(bytes)
-        .map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
-    submit(&env, Source::Path { path, flags, mode })
+    let path = c_path(&path)?;
+    submit_read(&env, Source::Path { path, flags, mode })
 }
 
 /// Reads the caller's `fd` from its current position, leaving it open. Returns the request id.
 #[napi]
 pub fn read_fd(env: Env, fd: i32) -> Result<u32> {
-    submit(&env, Source::Fd(fd))
+    submit_read(&env, Source::Fd(fd))
+}
+
+/// Opens `path`; the result is the fd. Returns the request id.
+#[napi]
+pub fn open_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<u32> {
+    let path = c_path(&path)?;
+    submit(&env, |deliver| {
+        let work = move || (chunk::open(&path, flags, mode), 0);
+        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Opened))))
+    })
+}
+
+/// Reads up to `length` bytes of `fd` at `position` (negative: the current
+/// position); the result is a Buffer, empty at end of file. Returns the request id.
+#[napi]
+pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32) -> Result<u32> {
+    let position = (position >= 0.0).then_some(position as u64);
+    submit(&env, |deliver| {
+        let work = move || {
+            let r = chunk::read(fd, position, length as usize, Some(buffer_pool::global()));
+            let bytes = r.as_ref().map_or(0, |b| b.len());
+            (r, bytes)
+        };
+        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Bytes))))
+    })
+}
+
+/// Closes `fd`. Returns the request id.
+#[napi]
+pub fn close_fd(env: Env, fd: i32) -> Result<u32> {
+    submit(&env, |deliver| {
+        let work = move || (chunk::close(fd), 0);
+        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Closed))))
+    })
 }
 
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already
@@ -189,10 +237,14 @@ pub fn cancel(env: Env, id: u32) -> Result<()> {
     Ok(())
 }
 
-/// Resizes the pool and/or sets the chunk size. The JS layer validates the values.
+/// Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
+/// validates the values.
 #[napi]
-pub fn configure(threads: Option<u32>, chunk_size: Option<u32>) {
+pub fn configure(threads: Option<u32>, chunk_size: Option<u32>, max_pooled_bytes: Option<f64>) {
     global().configure(threads.map(|t| t as usize), chunk_size.map(|c| c as usize));
+    if let Some(max) = max_pooled_bytes {
+        buffer_pool::global().set_max_pooled_bytes(max as usize);
+    }
 }
 
 #[napi(object)]
@@ -205,6 +257,16 @@ pub struct PoolStats {
     pub bytes_read: f64,
     pub chunks_read: f64,
     pub chunk_size: u32,
+    pub pool: BufferStats,
+}
+
+#[napi(object)]
+pub struct BufferStats {
+    pub hits: f64,
+    pub misses: f64,
+    pub pooled_bytes: f64,
+    pub outstanding: f64,
+    pub max_pooled_bytes: f64,
 }
 
 #[napi]
@@ -220,35 +282,68 @@ pub fn stats() -> PoolStats {
         bytes_read: s.bytes_read as f64,
         chunks_read: s.chunks_read as f64,
         chunk_size: pool.chunk_size() as u32,
+        pool: {
+            let buffers = buffer_pool::global();
+            let b = buffers.stats();
+            BufferStats {
+                hits: b.hits as f64,
+                misses: b.misses as f64,
+                pooled_bytes: b.pooled_bytes as f64,
+                outstanding: b.outstanding as f64,
+                max_pooled_bytes: buffers.max_pooled_bytes() as f64,
+            }
+        },
+    }
+}
+
+/// Whether results must be copied into V8's heap: set `FAIRFS_NO_EXTERNAL_BUFFERS=1`
+/// to test the path Electron and other V8-sandbox builds take.
+fn copy_results() -> bool {
+    static COPY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *COPY.get_or_init(|| std::env::var_os("FAIRFS_NO_EXTERNAL_BUFFERS").is_some_and(|v| v == "1"))
+}
+
+/// A Buffer over `bytes`. Small results are copied and their buffer reused at once;
+/// larger ones are lent to JS and come back to the pool from the finalizer.
+fn to_buffer(env: &Env, mut bytes: PooledBytes) -> Result<BufferSlice<'_>> {
+    if bytes.len() < MIN_CLASS || copy_results() {
+        return BufferSlice::copy_from(env, &*bytes);
+    }
+    let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    // SAFETY: `ptr..ptr + len` are the initialised bytes of `bytes`, whose heap block
+    // does not move when `bytes` moves into the finalizer's hint. The hint owns it
+    // until V8 has collected the Buffer; only then does dropping it return the block
+    // to the pool, so the memory is never lent to two live Buffers. If N-API refuses
+    // external buffers, napi-rs copies and runs the finalizer at once.
+    unsafe { BufferSlice::from_external(env, ptr, len, bytes, |_, bytes| drop(bytes)) }
+}
+
+fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
+    match err {
+        ReadError::Io(e) => (e.node_errno(), e.code(), e.description(), e.syscall.as_str()).into_unknown(env),
+        ReadError::TooLarge { size } => (size as f64,).into_unknown(env),
+        ReadError::Cancelled => Null.into_unknown(env),
     }
 }
 
 impl ToNapiValue for Batch {
-    /// `[id, result, id, result, ...]`, where result is a Buffer on success,
-    /// `[errno, code, description, syscall]` for an OS error, the size (a number)
-    /// for a file over the limit, and `null` for a cancelled read.
-    unsafe fn to_napi_value(
-        raw_env: napi::sys::napi_env,
-        batch: Self,
-    ) -> Result<napi::sys::napi_value> {
+    /// `[id, result, id, result, ...]`, where result is a Buffer (read), a number
+    /// (opened fd), `undefined` (closed), `[errno, code, description, syscall]` (OS
+    /// error), `[size]` (file over the limit), or `null` (cancelled).
+    unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
-        for (i, (id, outcome)) in batch.0.into_iter().enumerate() {
+        for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id)?;
             let slot = 2 * i as u32 + 1;
-            match outcome {
-                Ok(bytes) => out.set(slot, Buffer::from(bytes))?,
-                Err(ReadError::Io(e)) => out.set(
-                    slot,
-                    (
-                        e.node_errno(),
-                        e.code(),
-                        e.description(),
-                        e.syscall.as_str(),
-                    ),
-                )?,
-                Err(ReadError::TooLarge { size }) => out.set(slot, size as f64)?,
-                Err(ReadError::Cancelled) => out.set(slot, Null)?,
+            match delivered {
+                Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes)?)?,
+                Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
+                Delivered::Closed(Ok(())) => out.set(slot, ())?,
+                Delivered::Bytes(Err(e)) | Delivered::Opened(Err(e)) | Delivered::Closed(Err(e)) => {
+                    out.set(slot, error_to_js(&env, e)?)?
+                }
+                Delivered::Cancelled => out.set(slot, Null)?,
             }
         }
         // SAFETY: `out` was created in `raw_env`, the environment we are called in.

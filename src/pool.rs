@@ -22,6 +22,8 @@ use crate::scheduler::{FairQueue, Flow};
 pub const DEFAULT_THREADS: usize = 4;
 /// Default chunk size and DRR quantum, the same as node:fs's `readFile` chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+/// How long the pool waits without work before it runs its idle hook.
+pub const IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What one step of a job did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +102,8 @@ struct Shared {
     cancelled: AtomicU64,
     bytes_read: AtomicU64,
     chunks_read: AtomicU64,
+    /// Run by a worker that found no work for [`IDLE_AFTER`] (e.g. to trim buffers).
+    idle_hook: Option<fn()>,
 }
 
 /// A bounded pool of worker threads with fair chunk scheduling.
@@ -111,6 +115,11 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(threads: usize, chunk_size: usize) -> Pool {
+        Pool::with_idle_hook(threads, chunk_size, None)
+    }
+
+    /// A pool whose idle workers run `idle_hook` after [`IDLE_AFTER`] without work.
+    pub fn with_idle_hook(threads: usize, chunk_size: usize, idle_hook: Option<fn()>) -> Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: FairQueue::new(chunk_size),
@@ -126,11 +135,9 @@ impl Pool {
             cancelled: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             chunks_read: AtomicU64::new(0),
+            idle_hook,
         });
-        let pool = Pool {
-            shared,
-            handles: Mutex::new(Vec::new()),
-        };
+        let pool = Pool { shared, handles: Mutex::new(Vec::new()) };
         pool.configure(Some(threads), None);
         pool
     }
@@ -148,18 +155,11 @@ impl Pool {
             drop(state);
             self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
             job.cancel();
-            return Ticket {
-                id: u64::MAX,
-                cancelled,
-            };
+            return Ticket { id: u64::MAX, cancelled };
         }
         let id = state.next_id;
         state.next_id += 1;
-        state.queue.push(Entry {
-            id,
-            cancelled: cancelled.clone(),
-            job,
-        });
+        state.queue.push(Entry { id, cancelled: cancelled.clone(), job });
         drop(state);
         self.shared.work_ready.notify_one();
         Ticket { id, cancelled }
@@ -202,9 +202,7 @@ impl Pool {
         let mut handles = self.handles.lock().unwrap();
         for _ in 0..missing {
             let shared = self.shared.clone();
-            let spawn = thread::Builder::new()
-                .name("fairfs-worker".into())
-                .spawn(move || worker(shared));
+            let spawn = thread::Builder::new().name("fairfs-worker".into()).spawn(move || worker(shared));
             match spawn {
                 Ok(h) => handles.push(h),
                 // Could not start a thread: run with the ones we have.
@@ -253,10 +251,7 @@ impl Drop for Pool {
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     // Jobs run outside the lock, so a panic cannot leave `State` half-updated.
-    shared
-        .state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A worker's life: take the next request, run one chunk, put it back.
@@ -268,13 +263,20 @@ fn worker(shared: Arc<Shared>) {
             return;
         }
         let Some(flow) = state.queue.pop() else {
-            state = shared
-                .work_ready
-                .wait(state)
-                .unwrap_or_else(|p| p.into_inner());
+            let (guard, wait) = shared.work_ready.wait_timeout(state, IDLE_AFTER).unwrap_or_else(|p| p.into_inner());
+            state = guard;
+            if let Some(hook) = shared.idle_hook.filter(|_| wait.timed_out() && state.queue.is_empty()) {
+                drop(state);
+                hook();
+                state = lock(&shared);
+            }
             continue;
         };
         shared.active.fetch_add(1, Ordering::Relaxed);
+        // More waiting than this worker takes: wake one more, which does the same.
+        if !state.queue.is_empty() {
+            shared.work_ready.notify_one();
+        }
         drop(state);
         let requeue = run_one_step(&shared, flow);
         state = lock(&shared);
@@ -284,9 +286,9 @@ fn worker(shared: Arc<Shared>) {
                 finish_cancelled(&shared, flow.item);
                 state = lock(&shared);
             } else {
+                // No wake-up here: this worker takes the next request itself and
+                // passes the baton on if more are waiting.
                 state.queue.put_back(flow, bytes);
-                // Another worker may be idle while this request still has work.
-                shared.work_ready.notify_one();
             }
         }
     }
@@ -302,9 +304,7 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, 
     }
     let step = flow.item.job.step();
     shared.active.fetch_sub(1, Ordering::Relaxed);
-    shared
-        .bytes_read
-        .fetch_add(step.bytes as u64, Ordering::Relaxed);
+    shared.bytes_read.fetch_add(step.bytes as u64, Ordering::Relaxed);
     shared.chunks_read.fetch_add(1, Ordering::Relaxed);
     if step.done {
         shared.completed.fetch_add(1, Ordering::Relaxed);
@@ -324,7 +324,9 @@ fn finish_cancelled(shared: &Shared, entry: Entry) {
 #[cfg(not(fairfs_loom))]
 pub fn global() -> &'static Pool {
     static GLOBAL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
-    GLOBAL.get_or_init(|| Pool::new(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE))
+    GLOBAL.get_or_init(|| {
+        Pool::with_idle_hook(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE, Some(|| crate::buffer_pool::global().trim()))
+    })
 }
 
 #[cfg(all(test, not(fairfs_loom)))]
@@ -350,10 +352,7 @@ mod tests {
             }
             self.log.send((self.name, "step")).unwrap();
             self.steps -= 1;
-            Step {
-                bytes: self.bytes,
-                done: self.steps == 0,
-            }
+            Step { bytes: self.bytes, done: self.steps == 0 }
         }
         fn complete(self: Box<Self>) {
             self.log.send((self.name, "complete")).unwrap();
@@ -363,23 +362,12 @@ mod tests {
         }
     }
 
-    fn job(
-        name: &'static str,
-        steps: usize,
-        log: &mpsc::Sender<(&'static str, &'static str)>,
-    ) -> Box<FakeJob> {
-        Box::new(FakeJob {
-            name,
-            steps,
-            bytes: 100,
-            gate: None,
-            log: log.clone(),
-        })
+    fn job(name: &'static str, steps: usize, log: &mpsc::Sender<(&'static str, &'static str)>) -> Box<FakeJob> {
+        Box::new(FakeJob { name, steps, bytes: 100, gate: None, log: log.clone() })
     }
 
     fn recv(rx: &mpsc::Receiver<(&'static str, &'static str)>) -> (&'static str, &'static str) {
-        rx.recv_timeout(Duration::from_secs(10))
-            .expect("pool made no progress")
+        rx.recv_timeout(Duration::from_secs(10)).expect("pool made no progress")
     }
 
     #[test]
@@ -388,30 +376,17 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         // Hold the only worker on a gated job while the others queue up.
         let (open, gate) = mpsc::channel();
-        pool.submit(Box::new(FakeJob {
-            name: "gate",
-            steps: 1,
-            bytes: 1,
-            gate: Some(gate),
-            log: tx.clone(),
-        }));
+        pool.submit(Box::new(FakeJob { name: "gate", steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() }));
         for name in ["a", "b", "c"] {
             pool.submit(job(name, 2, &tx));
         }
         open.send(()).unwrap();
         let events: Vec<_> = (0..11).map(|_| recv(&rx)).collect();
-        let steps: Vec<_> = events
-            .iter()
-            .filter(|e| e.1 == "step")
-            .map(|e| e.0)
-            .collect();
+        let steps: Vec<_> = events.iter().filter(|e| e.1 == "step").map(|e| e.0).collect();
         assert_eq!(steps, ["gate", "a", "b", "c", "a", "b", "c"]);
         assert_eq!(events.iter().filter(|e| e.1 == "complete").count(), 4);
         let stats = pool.stats();
-        assert_eq!(
-            (stats.completed, stats.chunks_read, stats.bytes_read),
-            (4, 7, 601)
-        );
+        assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (4, 7, 601));
     }
 
     #[test]
@@ -419,13 +394,7 @@ mod tests {
         let pool = Pool::new(1, 100);
         let (tx, rx) = mpsc::channel();
         let (open, gate) = mpsc::channel();
-        pool.submit(Box::new(FakeJob {
-            name: "busy",
-            steps: 1,
-            bytes: 1,
-            gate: Some(gate),
-            log: tx.clone(),
-        }));
+        pool.submit(Box::new(FakeJob { name: "busy", steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() }));
         let ticket = pool.submit(job("victim", 5, &tx));
         assert!(pool.cancel(&ticket));
         // Released before the worker is free again.
@@ -442,13 +411,7 @@ mod tests {
         let pool = Pool::new(1, 100);
         let (tx, rx) = mpsc::channel();
         let (open, gate) = mpsc::channel();
-        let ticket = pool.submit(Box::new(FakeJob {
-            name: "long",
-            steps: 100,
-            bytes: 1,
-            gate: Some(gate),
-            log: tx,
-        }));
+        let ticket = pool.submit(Box::new(FakeJob { name: "long", steps: 100, bytes: 1, gate: Some(gate), log: tx }));
         open.send(()).unwrap();
         assert_eq!(recv(&rx), ("long", "step"));
         // The worker is now blocked in step 2 (or about to be).
@@ -475,10 +438,7 @@ mod tests {
         }
         pool.configure(Some(1), None);
         pool.configure(Some(3), Some(50));
-        let completes = (0..200)
-            .map(|_| recv(&rx))
-            .filter(|e| e.1 == "complete")
-            .count();
+        let completes = (0..200).map(|_| recv(&rx)).filter(|e| e.1 == "complete").count();
         assert_eq!(completes, 50);
         assert_eq!(pool.stats().threads, 3);
         assert_eq!(pool.chunk_size(), 50);
@@ -498,19 +458,19 @@ mod tests {
         let pool = Pool::new(1, 100);
         let (tx, rx) = mpsc::channel();
         let (open, gate) = mpsc::channel();
-        pool.submit(Box::new(FakeJob {
-            name: "busy",
-            steps: 1,
-            bytes: 1,
-            gate: Some(gate),
-            log: tx.clone(),
-        }));
+        pool.submit(Box::new(FakeJob { name: "busy", steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() }));
         pool.submit(job("waiting", 3, &tx));
+        while pool.stats().active == 0 {
+            std::thread::yield_now(); // until the worker holds "busy"
+        }
+        // Drop on another thread: it cancels the waiting job at once, then waits
+        // for the busy one, which we let finish only after seeing the cancel.
+        let dropper = std::thread::spawn(move || drop(pool));
+        assert_eq!(recv(&rx), ("waiting", "cancel"));
         open.send(()).unwrap();
-        drop(pool);
+        dropper.join().unwrap();
         let events: Vec<_> = rx.try_iter().collect();
-        assert!(events.contains(&("waiting", "cancel")), "{events:?}");
-        assert!(!events.iter().any(|e| e == &("waiting", "complete")));
+        assert_eq!(events, [("busy", "step"), ("busy", "complete")]);
     }
 }
 
@@ -527,10 +487,7 @@ mod loom_tests {
     impl Job for Probe {
         fn step(&mut self) -> Step {
             self.steps -= 1;
-            Step {
-                bytes: 1,
-                done: self.steps == 0,
-            }
+            Step { bytes: 1, done: self.steps == 0 }
         }
         fn complete(self: Box<Self>) {
             self.ended.fetch_add(1, Ordering::SeqCst);
@@ -547,10 +504,7 @@ mod loom_tests {
         loom::model(|| {
             let pool = Pool::new(1, 1);
             let ended = Arc::new(AtomicUsize::new(0));
-            let ticket = pool.submit(Box::new(Probe {
-                steps: 2,
-                ended: ended.clone(),
-            }));
+            let ticket = pool.submit(Box::new(Probe { steps: 2, ended: ended.clone() }));
             pool.cancel(&ticket);
             drop(pool);
             let e = ended.load(Ordering::SeqCst);
@@ -565,14 +519,8 @@ mod loom_tests {
             let pool = Pool::new(2, 1);
             let a = Arc::new(AtomicUsize::new(0));
             let b = Arc::new(AtomicUsize::new(0));
-            pool.submit(Box::new(Probe {
-                steps: 1,
-                ended: a.clone(),
-            }));
-            pool.submit(Box::new(Probe {
-                steps: 2,
-                ended: b.clone(),
-            }));
+            pool.submit(Box::new(Probe { steps: 1, ended: a.clone() }));
+            pool.submit(Box::new(Probe { steps: 2, ended: b.clone() }));
             drop(pool);
             assert!(matches!(a.load(Ordering::SeqCst), 1 | 2));
             assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));

@@ -19,6 +19,7 @@
 use std::ffi::CString;
 use std::os::fd::RawFd;
 
+use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::sys;
 
@@ -30,11 +31,7 @@ pub const MAX_READ_SYSCALL: usize = (1 << 31) - 4096;
 #[derive(Debug)]
 pub enum Source {
     /// Open this path with `flags` and `mode`, and close it when done.
-    Path {
-        path: CString,
-        flags: i32,
-        mode: u32,
-    },
+    Path { path: CString, flags: i32, mode: u32 },
     /// Read this caller-owned fd from its current position; never close it.
     Fd(RawFd),
 }
@@ -48,6 +45,8 @@ pub struct ReadLimits {
     pub unknown_chunk_size: usize,
     /// Largest result allowed; bigger files fail with [`ReadError::TooLarge`].
     pub max_length: u64,
+    /// Where buffers for files of known size come from; `None` allocates each one.
+    pub buffers: Option<&'static BufferPool>,
 }
 
 impl Default for ReadLimits {
@@ -56,6 +55,7 @@ impl Default for ReadLimits {
             chunk_size: 512 * 1024,
             unknown_chunk_size: 64 * 1024,
             max_length: u32::MAX as u64 + 1,
+            buffers: None,
         }
     }
 }
@@ -90,7 +90,7 @@ struct OpenFile {
     fd: RawFd,
     /// We opened it, so we close it (and may use `pread` at our own offsets).
     owned: bool,
-    buf: Vec<u8>,
+    buf: PooledBytes,
     /// The fstat size of a regular file; `None` reads until EOF.
     expected: Option<usize>,
 }
@@ -116,14 +116,7 @@ impl FileRead {
     pub fn new(source: Source, limits: ReadLimits) -> Self {
         let chunk_size = limits.chunk_size.clamp(1, MAX_READ_SYSCALL);
         let unknown_chunk_size = limits.unknown_chunk_size.clamp(1, MAX_READ_SYSCALL);
-        FileRead {
-            state: State::Unopened(source),
-            limits: ReadLimits {
-                chunk_size,
-                unknown_chunk_size,
-                ..limits
-            },
-        }
+        FileRead { state: State::Unopened(source), limits: ReadLimits { chunk_size, unknown_chunk_size, ..limits } }
     }
 
     /// Does the next piece of work: opening and stating on the first call, then one
@@ -138,10 +131,7 @@ impl FileRead {
 
     fn try_step(&mut self) -> Result<Progress, ReadError> {
         if let State::Unopened(_) = self.state {
-            let State::Unopened(source) = std::mem::replace(&mut self.state, State::Finished)
-            else {
-                unreachable!()
-            };
+            let State::Unopened(source) = std::mem::replace(&mut self.state, State::Finished) else { unreachable!() };
             self.state = State::Reading(open(source, &self.limits)?);
         }
         let State::Reading(file) = &mut self.state else {
@@ -149,54 +139,42 @@ impl FileRead {
         };
         let filled = file.buf.len();
         let (want, offset) = match file.expected {
-            Some(size) => (
-                self.limits.chunk_size.min(size - filled),
-                file.owned.then_some(filled as u64),
-            ),
+            Some(size) => (self.limits.chunk_size.min(size - filled), file.owned.then_some(filled as u64)),
             None => {
                 if filled as u64 >= self.limits.max_length {
                     // One byte past the limit proves the file is too large.
-                    file.buf.try_reserve(1).map_err(|_| out_of_memory())?;
-                    if sys::read_into(file.fd, &mut file.buf, 1, None)? > 0 {
-                        return Err(ReadError::TooLarge {
-                            size: file.buf.len() as u64,
-                        });
+                    file.buf.vec_mut().try_reserve(1).map_err(|_| out_of_memory())?;
+                    if sys::read_into(file.fd, file.buf.vec_mut(), 1, None)? > 0 {
+                        return Err(ReadError::TooLarge { size: file.buf.len() as u64 });
                     }
                     return Ok(Progress::Done { bytes: 0 });
                 }
-                let room = (self.limits.max_length - filled as u64)
-                    .min(self.limits.unknown_chunk_size as u64);
-                file.buf
-                    .try_reserve(room as usize)
-                    .map_err(|_| out_of_memory())?;
+                let room = (self.limits.max_length - filled as u64).min(self.limits.unknown_chunk_size as u64);
+                file.buf.vec_mut().try_reserve(room as usize).map_err(|_| out_of_memory())?;
                 (room as usize, None)
             }
         };
         if want == 0 {
             return Ok(Progress::Done { bytes: 0 });
         }
-        let n = sys::read_into(file.fd, &mut file.buf, want, offset)?;
+        let n = sys::read_into(file.fd, file.buf.vec_mut(), want, offset)?;
         let complete = n == 0 || file.expected == Some(file.buf.len());
-        Ok(if complete {
-            Progress::Done { bytes: n }
-        } else {
-            Progress::More { bytes: n }
-        })
+        Ok(if complete { Progress::Done { bytes: n } } else { Progress::More { bytes: n } })
     }
 
     /// Closes the fd if we opened it and returns the bytes read.
     /// Call after [`FileRead::step`] returned [`Progress::Done`].
-    pub fn finish(mut self) -> Result<Vec<u8>, ReadError> {
+    pub fn finish(mut self) -> Result<PooledBytes, ReadError> {
         match std::mem::replace(&mut self.state, State::Finished) {
             State::Reading(mut file) => {
-                let buf = std::mem::take(&mut file.buf);
+                let buf = std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()));
                 if file.owned {
                     file.owned = false; // closed here, so its Drop must not close again
                     sys::close(file.fd)?;
                 }
                 Ok(buf)
             }
-            State::Unopened(_) | State::Finished => Ok(Vec::new()),
+            State::Unopened(_) | State::Finished => Ok(PooledBytes::unpooled(Vec::new())),
         }
     }
 }
@@ -207,21 +185,20 @@ fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
         Source::Fd(fd) => (fd, false),
     };
     // From here on the fd is in `file`, whose Drop closes it on any error.
-    let mut file = OpenFile {
-        fd,
-        owned,
-        buf: Vec::new(),
-        expected: None,
-    };
+    let mut file = OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None };
     let st = sys::fstat(fd)?;
     if st.is_regular && st.size > 0 {
         if st.size > limits.max_length {
             return Err(ReadError::TooLarge { size: st.size });
         }
         let size = st.size as usize;
-        file.buf
-            .try_reserve_exact(size)
-            .map_err(|_| out_of_memory())?;
+        // Pooled buffers come back already faulted in; bigger files get their own.
+        match limits.buffers {
+            Some(_) if size <= crate::buffer_pool::MAX_CLASS => {
+                file.buf = PooledBytes::with_capacity(size, limits.buffers)
+            }
+            _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
+        }
         file.expected = Some(size);
     }
     Ok(file)
@@ -232,14 +209,14 @@ fn out_of_memory() -> ReadError {
 }
 
 /// Reads a whole file on the calling thread, step by step (for tests and benches).
-pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<Vec<u8>, ReadError> {
+pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<PooledBytes, ReadError> {
     let mut read = FileRead::new(source, limits);
     while let Progress::More { .. } = read.step()? {}
     read.finish()
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::{Seek, SeekFrom, Write};
     use std::os::fd::AsRawFd;
@@ -269,10 +246,7 @@ mod tests {
         for len in [0, 1, 4095, 4096, 65_535, 65_536, 1_048_577] {
             let data = pattern(len);
             let p = temp_file(&format!("sizes-{len}"), &data);
-            let limits = ReadLimits {
-                chunk_size: 4096,
-                ..Default::default()
-            };
+            let limits = ReadLimits { chunk_size: 4096, ..Default::default() };
             let mut read = FileRead::new(path_source(&p), limits);
             let mut steps = 0;
             loop {
@@ -292,62 +266,54 @@ mod tests {
     }
 
     #[test]
+    fn pooled_reads_reuse_buffers() {
+        static POOL: std::sync::OnceLock<BufferPool> = std::sync::OnceLock::new();
+        let pool = POOL.get_or_init(|| BufferPool::new(1 << 20));
+        let data = pattern(50_000);
+        let p = temp_file("pooled", &data);
+        let limits = ReadLimits { buffers: Some(pool), ..Default::default() };
+        let first = read_to_end(path_source(&p), limits).unwrap();
+        assert_eq!(first, data);
+        let ptr = first.as_ptr();
+        drop(first); // back to the pool
+        let second = read_to_end(path_source(&p), limits).unwrap();
+        assert_eq!(second, data);
+        assert_eq!(second.as_ptr(), ptr);
+        assert_eq!((pool.stats().hits, pool.stats().misses), (1, 1));
+    }
+
+    #[test]
     fn missing_file_is_enoent_on_open() {
-        let err = read_to_end(
-            path_source(std::path::Path::new("/nonexistent/fairfs")),
-            ReadLimits::default(),
-        );
-        assert_eq!(
-            err,
-            Err(ReadError::Io(FsError::new(libc::ENOENT, Syscall::Open)))
-        );
+        let err = read_to_end(path_source(std::path::Path::new("/nonexistent/fairfs")), ReadLimits::default());
+        assert_eq!(err, Err(ReadError::Io(FsError::new(libc::ENOENT, Syscall::Open))));
     }
 
     #[test]
     fn directory_is_eisdir_on_read() {
         let err = read_to_end(path_source(&std::env::temp_dir()), ReadLimits::default());
-        assert_eq!(
-            err,
-            Err(ReadError::Io(FsError::new(libc::EISDIR, Syscall::Read)))
-        );
+        assert_eq!(err, Err(ReadError::Io(FsError::new(libc::EISDIR, Syscall::Read))));
     }
 
     #[test]
     fn too_large_fails_before_reading() {
         let p = temp_file("big", &pattern(10_000));
-        let limits = ReadLimits {
-            max_length: 9_999,
-            ..Default::default()
-        };
-        assert_eq!(
-            read_to_end(path_source(&p), limits),
-            Err(ReadError::TooLarge { size: 10_000 })
-        );
-        let limits = ReadLimits {
-            max_length: 10_000,
-            ..Default::default()
-        };
+        let limits = ReadLimits { max_length: 9_999, ..Default::default() };
+        assert_eq!(read_to_end(path_source(&p), limits), Err(ReadError::TooLarge { size: 10_000 }));
+        let limits = ReadLimits { max_length: 10_000, ..Default::default() };
         assert_eq!(read_to_end(path_source(&p), limits).unwrap().len(), 10_000);
     }
 
     #[test]
     fn unknown_size_stops_at_the_limit() {
-        let limits = ReadLimits {
-            max_length: 100_000,
-            ..Default::default()
-        };
+        let limits = ReadLimits { max_length: 100_000, ..Default::default() };
         let err = read_to_end(path_source(std::path::Path::new("/dev/zero")), limits);
         assert_eq!(err, Err(ReadError::TooLarge { size: 100_001 }));
     }
 
     #[test]
     fn proc_files_with_size_zero_are_read_to_eof() {
-        let got = read_to_end(
-            path_source(std::path::Path::new("/proc/self/status")),
-            ReadLimits::default(),
-        )
-        .unwrap();
-        assert!(String::from_utf8(got).unwrap().contains("Name:"));
+        let got = read_to_end(path_source(std::path::Path::new("/proc/self/status")), ReadLimits::default()).unwrap();
+        assert!(String::from_utf8(got.into_vec()).unwrap().contains("Name:"));
     }
 
     #[test]
@@ -364,18 +330,10 @@ mod tests {
     #[test]
     fn file_that_shrinks_gives_a_shorter_result() {
         let p = temp_file("shrink", &pattern(100_000));
-        let limits = ReadLimits {
-            chunk_size: 10_000,
-            ..Default::default()
-        };
+        let limits = ReadLimits { chunk_size: 10_000, ..Default::default() };
         let mut read = FileRead::new(path_source(&p), limits);
         assert_eq!(read.step().unwrap(), Progress::More { bytes: 10_000 });
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_len(25_000)
-            .unwrap();
+        std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(25_000).unwrap();
         while let Progress::More { .. } = read.step().unwrap() {}
         assert_eq!(read.finish().unwrap(), pattern(25_000));
     }
@@ -383,18 +341,10 @@ mod tests {
     #[test]
     fn file_that_grows_is_cut_at_the_fstat_size() {
         let p = temp_file("grow", &pattern(30_000));
-        let limits = ReadLimits {
-            chunk_size: 10_000,
-            ..Default::default()
-        };
+        let limits = ReadLimits { chunk_size: 10_000, ..Default::default() };
         let mut read = FileRead::new(path_source(&p), limits);
         read.step().unwrap();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&p)
-            .unwrap()
-            .write_all(&[1; 5000])
-            .unwrap();
+        std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(&[1; 5000]).unwrap();
         while let Progress::More { .. } = read.step().unwrap() {}
         assert_eq!(read.finish().unwrap(), pattern(30_000));
     }
@@ -412,13 +362,7 @@ mod tests {
     #[test]
     fn dropping_a_read_midway_closes_its_fd() {
         let p = temp_file("drop", &pattern(100_000));
-        let mut read = FileRead::new(
-            path_source(&p),
-            ReadLimits {
-                chunk_size: 1000,
-                ..Default::default()
-            },
-        );
+        let mut read = FileRead::new(path_source(&p), ReadLimits { chunk_size: 1000, ..Default::default() });
         read.step().unwrap();
         assert_eq!(fds_open_on(&p), 1);
         drop(read);

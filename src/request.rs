@@ -1,12 +1,14 @@
 //! A `readFile` request as a pool [`Job`]: the read algorithm plus the code that
 //! receives its outcome.
 
+use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
 use crate::pool::{Job, Pool, Step, Ticket};
 use crate::read::{FileRead, Progress, ReadLimits, Source};
 
-/// What a read delivers: the bytes, or why there are none.
-pub type Outcome = Result<Vec<u8>, ReadError>;
+/// What a read delivers: the bytes (returned to their pool when dropped), or why
+/// there are none.
+pub type Outcome = Result<PooledBytes, ReadError>;
 
 /// A [`FileRead`] run by the pool, handing its [`Outcome`] to `on_done` exactly once.
 pub struct ReadFileJob<F> {
@@ -18,27 +20,17 @@ pub struct ReadFileJob<F> {
 
 impl<F: FnOnce(Outcome) + Send + 'static> ReadFileJob<F> {
     pub fn new(source: Source, limits: ReadLimits, on_done: F) -> Self {
-        ReadFileJob {
-            read: FileRead::new(source, limits),
-            error: None,
-            on_done,
-        }
+        ReadFileJob { read: FileRead::new(source, limits), error: None, on_done }
     }
 }
 
 impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
     fn step(&mut self) -> Step {
         match self.read.step() {
-            Ok(p) => Step {
-                bytes: p.bytes(),
-                done: matches!(p, Progress::Done { .. }),
-            },
+            Ok(p) => Step { bytes: p.bytes(), done: matches!(p, Progress::Done { .. }) },
             Err(e) => {
                 self.error = Some(e);
-                Step {
-                    bytes: 0,
-                    done: true,
-                }
+                Step { bytes: 0, done: true }
             }
         }
     }
@@ -76,4 +68,46 @@ pub fn read_blocking(pool: &Pool, source: Source, limits: ReadLimits) -> Outcome
         let _ = tx.send(outcome);
     });
     rx.recv().unwrap_or(Err(ReadError::Cancelled))
+}
+
+/// A job of one step: runs `work` on a pool thread and hands its result to
+/// `on_done`, or `None` if it was cancelled before it ran.
+pub struct OnceJob<W, R, D> {
+    work: Option<W>,
+    result: Option<R>,
+    on_done: D,
+}
+
+impl<W, R, D> OnceJob<W, R, D>
+where
+    W: FnOnce() -> (R, usize) + Send + 'static,
+    R: Send + 'static,
+    D: FnOnce(Option<R>) + Send + 'static,
+{
+    /// `work` returns its result and the bytes it read (charged to fairness).
+    pub fn new(work: W, on_done: D) -> Self {
+        OnceJob { work: Some(work), result: None, on_done }
+    }
+}
+
+impl<W, R, D> Job for OnceJob<W, R, D>
+where
+    W: FnOnce() -> (R, usize) + Send + 'static,
+    R: Send + 'static,
+    D: FnOnce(Option<R>) + Send + 'static,
+{
+    fn step(&mut self) -> Step {
+        let work = self.work.take().expect("a OnceJob runs once");
+        let (result, bytes) = work();
+        self.result = Some(result);
+        Step { bytes, done: true }
+    }
+
+    fn complete(self: Box<Self>) {
+        (self.on_done)(self.result);
+    }
+
+    fn cancel(self: Box<Self>) {
+        (self.on_done)(None);
+    }
 }

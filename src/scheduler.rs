@@ -44,12 +44,7 @@ pub struct FairQueue<T> {
 
 impl<T> FairQueue<T> {
     pub fn new(quantum: usize) -> Self {
-        FairQueue {
-            new: VecDeque::new(),
-            old: VecDeque::new(),
-            quantum: quantum.max(1) as i64,
-            new_streak: 0,
-        }
+        FairQueue { new: VecDeque::new(), old: VecDeque::new(), quantum: quantum.max(1) as i64, new_streak: 0 }
     }
 
     /// Credit granted per round; normally the chunk size.
@@ -67,11 +62,7 @@ impl<T> FairQueue<T> {
 
     /// Adds a request at the back of the new list with one quantum of credit.
     pub fn push(&mut self, item: T) {
-        self.new.push_back(Flow {
-            item,
-            deficit: self.quantum,
-            is_new: true,
-        });
+        self.new.push_back(Flow { item, deficit: self.quantum, is_new: true });
     }
 
     /// Checks out the request that should read next.
@@ -118,11 +109,7 @@ impl<T> FairQueue<T> {
 
     /// Removes every waiting request.
     pub fn drain(&mut self) -> Vec<T> {
-        self.new
-            .drain(..)
-            .chain(self.old.drain(..))
-            .map(|f| f.item)
-            .collect()
+        self.new.drain(..).chain(self.old.drain(..)).map(|f| f.item).collect()
     }
 }
 

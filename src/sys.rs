@@ -16,11 +16,7 @@ pub struct FileStat {
 }
 
 /// Retries `f` while it fails with `EINTR`.
-fn retry<T>(
-    syscall: Syscall,
-    mut f: impl FnMut() -> T,
-    failed: impl Fn(&T) -> bool,
-) -> Result<T, FsError> {
+fn retry<T>(syscall: Syscall, mut f: impl FnMut() -> T, failed: impl Fn(&T) -> bool) -> Result<T, FsError> {
     loop {
         let r = f();
         if !failed(&r) {
@@ -46,17 +42,10 @@ pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<RawFd, FsError> {
 pub fn fstat(fd: RawFd) -> Result<FileStat, FsError> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `st` is writable memory of the right size; fstat only writes into it.
-    retry(
-        Syscall::Fstat,
-        || unsafe { libc::fstat(fd, st.as_mut_ptr()) },
-        |r| *r < 0,
-    )?;
+    retry(Syscall::Fstat, || unsafe { libc::fstat(fd, st.as_mut_ptr()) }, |r| *r < 0)?;
     // SAFETY: fstat returned 0, so it filled `st`.
     let st = unsafe { st.assume_init() };
-    Ok(FileStat {
-        is_regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        size: st.st_size as u64,
-    })
+    Ok(FileStat { is_regular: st.st_mode & libc::S_IFMT == libc::S_IFREG, size: st.st_size as u64 })
 }
 
 pub fn close(fd: RawFd) -> Result<(), FsError> {
@@ -77,12 +66,7 @@ pub fn close(fd: RawFd) -> Result<(), FsError> {
 /// current position, which also works for pipes and user-supplied fds.
 ///
 /// Returns the number of bytes read; 0 means end of file.
-pub fn read_into(
-    fd: RawFd,
-    buf: &mut Vec<u8>,
-    len: usize,
-    offset: Option<u64>,
-) -> Result<usize, FsError> {
+pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) -> Result<usize, FsError> {
     let spare = buf.spare_capacity_mut();
     let len = len.min(spare.len());
     let ptr = spare.as_mut_ptr().cast::<libc::c_void>();

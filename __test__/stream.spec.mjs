@@ -1,0 +1,207 @@
+// createReadStream, differential against fs.createReadStream: bytes, chunk sizes,
+// ranges, encodings, fds, FIFOs, events and their order, errors, destroy and abort.
+import test from 'ava'
+import fs from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { setImmediate as nextLoopTurn } from 'node:timers/promises'
+import { fairfs, makeFile, tmpPath, describeError, fdsOpenOn } from './helpers.mjs'
+
+const kEvents = ['open', 'ready', 'end', 'close', 'error', 'pause', 'resume']
+
+/** Consumes a stream and records what a user can observe of it. */
+function observe(stream, { maxChunks = Infinity } = {}) {
+  return new Promise((resolve) => {
+    const events = []
+    const chunks = []
+    for (const name of kEvents) {
+      stream.on(name, (arg) => {
+        events.push(name)
+        if (name === 'error') stream.errorSeen = describeError(arg)
+      })
+    }
+    stream.on('data', (chunk) => {
+      if (events.at(-1) !== 'data') events.push('data')
+      chunks.push(chunk)
+      if (chunks.length >= maxChunks) stream.destroy()
+    })
+    stream.on('close', () =>
+      resolve({
+        events,
+        error: stream.errorSeen,
+        data: chunks.length && typeof chunks[0] === 'string' ? chunks.join('') : Buffer.concat(chunks).toString('base64'),
+        sizes: chunks.map((c) => c.length),
+        bytesRead: stream.bytesRead,
+        pending: stream.pending,
+        destroyed: stream.destroyed,
+      }),
+    )
+  })
+}
+
+async function both(path, options, how) {
+  const node = await observe(fs.createReadStream(path, options), how)
+  const ours = await observe(fairfs.createReadStream(path, options), how)
+  return { node, ours }
+}
+
+const { path: big, data: bigData } = makeFile(3 * 1024 * 1024 + 777)
+
+const cases = [
+  ['defaults', undefined],
+  ['highWaterMark 1 KiB', { highWaterMark: 1024 }],
+  ['highWaterMark 1000 (not a power of two)', { highWaterMark: 1000 }],
+  ['highWaterMark 1 MiB', { highWaterMark: 1024 * 1024 }],
+  ['start and end', { start: 100_000, end: 2_000_000 }],
+  ['start only', { start: 3 * 1024 * 1024 }],
+  ['end only', { end: 70_000 }],
+  ['start 0 end 0', { start: 0, end: 0 }],
+  ['start past the end of the file', { start: 10 * 1024 * 1024 }],
+  ['encoding utf8', { encoding: 'utf8' }],
+  ['encoding hex as a string option', 'hex'],
+  ['encoding base64 with a small highWaterMark', { encoding: 'base64', highWaterMark: 1000 }],
+  ['autoClose false', { autoClose: false }],
+  ['emitClose false (close observed by destroy)', { emitClose: true }],
+]
+
+for (const [what, options] of cases) {
+  test(`stream ${what}: same bytes, chunks and events as node:fs`, async (t) => {
+    const { node, ours } = await bothWithClose(big, options)
+    t.deepEqual(ours, node)
+  })
+}
+
+/** autoClose:false streams never close on their own; destroy them after 'end'. */
+async function bothWithClose(path, options) {
+  const run = async (create) => {
+    const s = create(path, options)
+    if (options?.autoClose === false) s.on('end', () => setImmediate(() => s.destroy()))
+    return observe(s)
+  }
+  return { node: await run(fs.createReadStream), ours: await run(fairfs.createReadStream) }
+}
+
+test('utf8 characters split across chunk boundaries decode like node:fs', async (t) => {
+  const path = tmpPath('utf8')
+  fs.writeFileSync(path, 'ü€😀…'.repeat(5000))
+  const { node, ours } = await both(path, { encoding: 'utf8', highWaterMark: 1001 })
+  t.deepEqual(ours, node)
+  t.is(ours.data, 'ü€😀…'.repeat(5000))
+})
+
+test('chunks are never larger than highWaterMark', async (t) => {
+  for (const highWaterMark of [1, 7, 4096, 65_536, 100_000]) {
+    const end = Math.min(highWaterMark * 1000, 500_000)
+    const r = await observe(fairfs.createReadStream(big, { highWaterMark, end }))
+    t.true(r.sizes.every((n) => n <= highWaterMark), `hwm ${highWaterMark}`)
+    t.is(r.bytesRead, end + 1)
+  }
+})
+
+test('an fd option reads from its position and leaves the fd per autoClose', async (t) => {
+  const fd = fs.openSync(big, 'r')
+  fs.readSync(fd, Buffer.alloc(1000), 0, 1000, null)
+  const r = await observe(fairfs.createReadStream(null, { fd, autoClose: false, end: 49_999 }).on('end', function () {
+    setImmediate(() => this.destroy())
+  }))
+  t.is(r.data, bigData.subarray(1000, 51_000).toString('base64'))
+  t.false(r.events.includes('open'), "no 'open' for a given fd")
+  // destroy() closed it as node:fs does; a second fd stays open with autoClose false + no destroy
+  const fd2 = fs.openSync(big, 'r')
+  const s = fairfs.createReadStream(null, { fd: fd2, autoClose: false, start: 5, end: 9 })
+  const chunks = []
+  await new Promise((resolve) => s.on('data', (c) => chunks.push(c)).on('end', resolve))
+  t.deepEqual(Buffer.concat(chunks), bigData.subarray(5, 10))
+  t.is(fs.fstatSync(fd2).size, bigData.length, 'still open')
+  fs.closeSync(fd2)
+})
+
+test('a FileHandle as fd is read and closed through the handle', async (t) => {
+  const handle = await fs.promises.open(big, 'r')
+  const r = await observe(fairfs.createReadStream(null, { fd: handle, start: 10, end: 100_009 }))
+  t.is(r.data, bigData.subarray(10, 100_010).toString('base64'))
+  t.is(handle.fd, -1, 'closed with the stream')
+})
+
+test('a FIFO streams to EOF, reading at the current position', async (t) => {
+  const fifo = tmpPath('fifo')
+  execFileSync('mkfifo', [fifo])
+  const { path: source, data } = makeFile(200_000)
+  const writer = spawn('sh', ['-c', `cat "${source}" > "${fifo}"`])
+  const writerDone = new Promise((resolve) => writer.on('exit', resolve))
+  const r = await observe(fairfs.createReadStream(fifo, { highWaterMark: 16 * 1024 }))
+  t.is(r.data, data.toString('base64'))
+  t.true(r.sizes.every((n) => n <= 16 * 1024))
+  await writerDone
+})
+
+test('a FIFO with end:1 reads two bytes (no positioned reads)', async (t) => {
+  const fifo = tmpPath('fifo-end')
+  execFileSync('mkfifo', [fifo])
+  const writer = spawn('sh', ['-c', `printf 'xyz' > "${fifo}"`])
+  const writerDone = new Promise((resolve) => writer.on('exit', resolve))
+  const r = await observe(fairfs.createReadStream(fifo, { end: 1, encoding: 'latin1' }))
+  t.is(r.data, 'xy')
+  await writerDone
+})
+
+for (const [what, target] of [['ENOENT', () => tmpPath('missing')], ['EISDIR', () => fs.mkdtempSync(tmpPath('dir'))]]) {
+  test(`${what}: same error event and event order as node:fs`, async (t) => {
+    const path = target()
+    const { node, ours } = await both(path)
+    t.deepEqual(ours, node)
+    t.is(ours.error.code, what)
+  })
+}
+
+test('destroy() mid-read stops the stream and closes the fd', async (t) => {
+  const { path } = makeFile(1024 * 1024)
+  const { node, ours } = await both(path, { highWaterMark: 1024 }, { maxChunks: 3 })
+  t.deepEqual(ours.events, node.events)
+  t.is(ours.sizes.length, 3)
+  t.true(ours.destroyed)
+  t.is(fdsOpenOn(path), 0, "closed by the time 'close' is emitted")
+})
+
+test('abort via signal gives an AbortError and closes the fd', async (t) => {
+  const { path } = makeFile(1024 * 1024)
+  const controller = new AbortController()
+  const s = fairfs.createReadStream(path, { signal: controller.signal, highWaterMark: 1024 })
+  s.once('data', () => controller.abort())
+  const r = await observe(s)
+  t.is(r.error.name, 'AbortError')
+  t.is(r.error.code, 'ABORT_ERR')
+  t.is(fdsOpenOn(path), 0)
+})
+
+test.serial('a paused stream stops reading ahead', async (t) => {
+  const s = fairfs.createReadStream(big, { highWaterMark: 16 * 1024, readAhead: 4 })
+  s.pause()
+  await new Promise((resolve) => s.once('readable', resolve))
+  for (let i = 0; i < 20; i++) await nextLoopTurn()
+  // Filled to the high-water mark plus at most the read-ahead in flight.
+  t.true(s.readableLength <= 16 * 1024 * 5, `buffered ${s.readableLength}`)
+  const before = fairfs.stats().chunksRead
+  for (let i = 0; i < 20; i++) await nextLoopTurn()
+  t.is(fairfs.stats().chunksRead, before, 'no reads while nobody consumes')
+  s.destroy()
+})
+
+test('invalid options throw node:fs errors', (t) => {
+  for (const options of [{ start: -1 }, { start: 'x' }, { start: 5, end: 2 }, { end: 1.5 }, { fd: 'x' }, { encoding: 'nope' }, { highWaterMark: -1 }]) {
+    const node = t.throws(() => fs.createReadStream(big, options))
+    const ours = t.throws(() => fairfs.createReadStream(big, options))
+    t.is(ours.code, node.code, JSON.stringify(options))
+    t.is(ours.message, node.message, JSON.stringify(options))
+  }
+  t.throws(() => fairfs.createReadStream(big, { readAhead: 0 }), { code: 'ERR_OUT_OF_RANGE' })
+})
+
+test('pending is true until the file is open; path is kept', async (t) => {
+  const s = fairfs.createReadStream(big)
+  t.true(s.pending)
+  t.is(s.path, big)
+  await new Promise((resolve) => s.once('ready', resolve))
+  t.false(s.pending)
+  t.is(typeof s.fd, 'number')
+  s.destroy()
+})

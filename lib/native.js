@@ -1,0 +1,46 @@
+'use strict'
+// The JS end of the native binding: every request returns an id, and its result
+// arrives later in a batch through `onComplete`. Handlers are keyed by id.
+
+const { constants: { MAX_LENGTH } } = require('node:buffer')
+const binding = require('../binding.js')
+const { uvError, fileTooLarge } = require('./errors')
+
+/** Requests in flight from this thread: id -> handler(result). */
+const inFlight = new Map()
+
+binding.init(onComplete, MAX_LENGTH)
+
+/** Receives `[id, result, id, result, ...]` from the native side. */
+function onComplete(batch) {
+  let thrown
+  for (let i = 0; i < batch.length; i += 2) {
+    const handler = inFlight.get(batch[i])
+    if (handler === undefined) continue
+    inFlight.delete(batch[i])
+    try {
+      handler(batch[i + 1])
+    } catch (err) {
+      // A user callback threw. Deliver the rest of the batch first, then let the
+      // error surface as an uncaught exception, as it would from node:fs.
+      thrown ??= { err }
+    }
+  }
+  if (thrown) process.nextTick(() => { throw thrown.err })
+}
+
+/** Registers `handler` for the request `id` returned by a binding call. */
+function track(id, handler) {
+  inFlight.set(id, handler)
+  return id
+}
+
+/**
+ * The error a native failure stands for: `[errno, code, description, syscall]`
+ * is an OS error (node:fs adds `path` to `open` errors), `[size]` a file over the limit.
+ */
+function nativeError(result, path) {
+  return result.length === 1 ? fileTooLarge(result[0], MAX_LENGTH) : uvError(result, path)
+}
+
+module.exports = { binding, track, nativeError }

@@ -1,0 +1,273 @@
+'use strict'
+// createReadStream: an fs.ReadStream-compatible Readable whose chunks are read
+// ahead on fairfs's pool, into pooled memory that reaches JS without a copy.
+//
+// The stream keeps up to `readAhead` chunk reads in flight (one, when reading at
+// the fd's current position) and pushes results in order. When push() reports a
+// full buffer it issues no more reads until _read() asks again, so a paused stream
+// stops reading ahead.
+
+const { Readable, finished } = require('node:stream')
+const { Buffer } = require('node:buffer')
+const { fileURLToPath } = require('node:url')
+const { binding, track, nativeError } = require('./native')
+const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
+const { invalidArgType, outOfRange } = require('./errors')
+
+let defaultReadAhead = 4
+
+function setReadAhead(n) {
+  defaultReadAhead = n
+}
+
+function getReadAhead() {
+  return defaultReadAhead
+}
+
+/** node:fs's validateInteger. */
+function validateInteger(value, name, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
+  if (!Number.isInteger(value)) throw outOfRange(name, 'an integer', value)
+  if (value < min || value > max) throw outOfRange(name, `>= ${min} && <= ${max}`, value)
+}
+
+/** node:fs's getValidatedFd for the `fd` option: a number (FileHandles are handled apart). */
+function validateFd(fd) {
+  if (typeof fd !== 'number') throw invalidArgType('options.fd', 'of type number or an instance of FileHandle', fd)
+  validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
+}
+
+class ReadStream extends Readable {
+  #readAhead
+  /** Chunks are read at explicit positions (so several can be in flight). */
+  #positional
+  /** Positional because we opened the file ourselves, not because of `start`:
+   *  falls back to reading at the current position if the file cannot seek. */
+  #implicitPosition
+  #nextPos = 0
+  /** Sequence numbers of the next chunk to issue and the next to push. */
+  #seqNext = 0
+  #seqPush = 0
+  /** Bumped to discard chunks issued before a short read or a mode switch. */
+  #gen = 0
+  /** Finished chunks of the current generation waiting for their turn. */
+  #ready = new Map()
+  /** Chunk reads of the current generation in flight. */
+  #live = 0
+  /** Native ids of every request in flight (any generation), for destroy(). */
+  #ids = new Set()
+  #afterIo = null
+  #wantMore = false
+  #noMore = false
+  #ended = false
+
+  constructor(path, options) {
+    options = { ...getOptions(options) }
+    if (options.highWaterMark === undefined) options.highWaterMark = 64 * 1024
+    if (options.autoDestroy === undefined) options.autoDestroy = options.autoClose === undefined ? true : options.autoClose
+    // Validate before Readable's constructor schedules _construct.
+    let nativePath = null
+    const handle = options.fd != null && isFileHandle(options.fd) ? options.fd : null
+    if (options.fd == null) {
+      path = path instanceof URL ? fileURLToPath(path) : path
+      nativePath = validatePath(path)
+    } else if (!handle) {
+      validateFd(options.fd)
+    }
+    const { start, end = Infinity } = options
+    if (start !== undefined) validateInteger(start, 'start', 0)
+    if (end !== Infinity) {
+      validateInteger(end, 'end', 0)
+      if (start !== undefined && start > end) throw outOfRange('start', `<= "end" (here: ${end})`, start)
+    }
+    const readAhead = options.readAhead ?? defaultReadAhead
+    validateInteger(readAhead, 'options.readAhead', 1, 64)
+    super(options)
+    this._nativePath = nativePath
+    this._handle = handle
+    if (handle) handle.on?.('close', () => this.close())
+    if (options.fd == null) {
+      this.fd = null
+      this.path = path
+      this.flags = options.flags === undefined ? 'r' : options.flags
+      this.mode = options.mode === undefined ? 0o666 : options.mode
+    } else {
+      this.fd = handle ? handle.fd : options.fd
+    }
+    this.start = start
+    this.end = end
+    this.pos = start
+    this.bytesRead = 0
+    this.#readAhead = readAhead
+    this.#implicitPosition = start === undefined && this.fd === null
+    this.#positional = start !== undefined || this.#implicitPosition
+    this.#nextPos = start ?? 0
+  }
+
+  get pending() {
+    return this.fd === null
+  }
+
+  get autoClose() {
+    return this._readableState.autoDestroy
+  }
+
+  set autoClose(value) {
+    this._readableState.autoDestroy = value
+  }
+
+  _construct(callback) {
+    if (typeof this.fd === 'number') return callback()
+    let id
+    try {
+      id = binding.openPath(this._nativePath.native, stringToFlags(this.flags), this.mode)
+    } catch (err) {
+      return callback(err)
+    }
+    this.#ids.add(id)
+    track(id, (result) => {
+      this.#ids.delete(id)
+      if (typeof result !== 'number') return callback(nativeError(result, this._nativePath.display))
+      this.fd = result
+      callback()
+      this.emit('open', this.fd)
+      this.emit('ready')
+    })
+  }
+
+  _read() {
+    this.#wantMore = true
+    this.#pump()
+  }
+
+  /** Issues chunk reads while the consumer wants data and read-ahead allows. */
+  #pump() {
+    if (this.destroyed || this.#ended) return
+    const limit = this.#positional ? this.#readAhead : 1
+    while (this.#wantMore && !this.#noMore && this.#live < limit) {
+      const hwm = this.readableHighWaterMark
+      // At the current position only one read is in flight, so bytesRead is exact.
+      const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
+      const size = Math.min(hwm, remaining)
+      if (size <= 0) {
+        this.#noMore = true
+        break
+      }
+      this.#issue(size)
+    }
+    if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
+      this.#ended = true
+      this.push(null)
+    }
+  }
+
+  #issue(size) {
+    const seq = this.#seqNext++
+    const gen = this.#gen
+    const position = this.#positional ? this.#nextPos : -1
+    if (this.#positional) this.#nextPos += size
+    this.#live++
+    const id = binding.readChunk(this.fd, position, size)
+    this.#ids.add(id)
+    track(id, (result) => {
+      this.#ids.delete(id)
+      if (gen === this.#gen) this.#live--
+      if (this.#ids.size === 0 && this.#afterIo) {
+        const then = this.#afterIo
+        this.#afterIo = null
+        then()
+      }
+      if (this.destroyed || gen !== this.#gen) return
+      this.#ready.set(seq, { result, position, size })
+      this.#drain()
+      this.#pump()
+    })
+  }
+
+  /** Starts a new generation: chunks in flight or waiting are discarded. */
+  #restart(nextPos) {
+    this.#gen++
+    this.#ready.clear()
+    this.#live = 0
+    this.#seqNext = this.#seqPush
+    this.#nextPos = nextPos
+    this.#noMore = false
+  }
+
+  /** Pushes finished chunks in order. */
+  #drain() {
+    while (this.#ready.has(this.#seqPush)) {
+      const { result, position, size } = this.#ready.get(this.#seqPush)
+      this.#ready.delete(this.#seqPush)
+      this.#seqPush++
+      if (result === null) return // cancelled: only happens while destroying
+      if (!Buffer.isBuffer(result)) {
+        if (this.#implicitPosition && result[1] === 'ESPIPE') {
+          // A pipe or device opened by path: read at its current position instead.
+          this.#positional = false
+          this.#implicitPosition = false
+          this.#restart(0)
+          return
+        }
+        this.#fail(nativeError(result))
+        return
+      }
+      if (result.length === 0) {
+        this.#restart(this.#nextPos)
+        this.#noMore = true
+        return
+      }
+      this.bytesRead += result.length
+      if (this.pos !== undefined) this.pos += result.length
+      if (!this.push(result)) this.#wantMore = false
+      if (this.#positional && result.length < size) {
+        // Later chunks were asked for past what the file held then; read on from
+        // here, as node:fs does (the file may be growing).
+        this.#restart(position + result.length)
+        return
+      }
+    }
+  }
+
+  #fail(err) {
+    this.#noMore = true
+    if (this._readableState.autoDestroy) this.destroy(err)
+    else this.emit('error', err)
+  }
+
+  _destroy(err, callback) {
+    for (const id of this.#ids) binding.cancel(id)
+    // As node:fs does, wait for reads in flight before closing the fd.
+    if (this.#ids.size > 0) this.#afterIo = () => this.#close(err, callback)
+    else this.#close(err, callback)
+  }
+
+  #close(err, callback) {
+    if (this._handle) {
+      const handle = this._handle
+      this._handle = null
+      this.fd = null
+      return handle.close().then(() => callback(err), (er) => callback(er || err))
+    }
+    if (typeof this.fd !== 'number') return callback(err)
+    const id = binding.closeFd(this.fd)
+    this.fd = null
+    track(id, (result) => callback(result === undefined ? err : err || nativeError(result)))
+  }
+
+  close(callback) {
+    if (typeof callback === 'function') finished(this, callback)
+    this.destroy()
+  }
+}
+
+/**
+ * Like `fs.createReadStream`: a Readable over the file, with node:fs's options
+ * (`flags`, `encoding`, `fd`, `mode`, `autoClose`, `emitClose`, `start`, `end`,
+ * `highWaterMark`, `signal`) plus `readAhead`, the chunks read ahead (default 4).
+ */
+function createReadStream(path, options) {
+  return new ReadStream(path, options)
+}
+
+module.exports = { ReadStream, createReadStream, setReadAhead, getReadAhead }
