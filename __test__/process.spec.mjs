@@ -10,9 +10,10 @@ import { fairfs, makeFile, tmpPath } from './helpers.mjs'
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 const workerScript = new URL('./fixtures/worker-reader.mjs', import.meta.url)
 
-function run(scenario, file) {
+function run(scenario, file, env = {}) {
   return new Promise((resolve) => {
-    execFile(process.execPath, [child, scenario, file], { timeout: 60_000 }, (err, stdout, stderr) => {
+    const options = { timeout: 60_000, env: { ...process.env, ...env } }
+    execFile(process.execPath, [child, scenario, file], options, (err, stdout, stderr) => {
       resolve({ code: err ? err.code : 0, signal: err?.signal ?? null, stdout, stderr })
     })
   })
@@ -85,4 +86,15 @@ test('a callback that throws does not stop the other reads of its batch', async 
   const r = await run('callback-throws', path)
   t.regex(r.stdout, /uncaught from callback/)
   t.regex(r.stdout, /settled 5/)
+})
+
+test('where external buffers are refused, results are copied and memory reused at once', async (t) => {
+  const { path } = makeFile(300_000)
+  const copied = JSON.parse((await run('copied-results', path, { FAIRFS_NO_EXTERNAL_BUFFERS: '1' })).stdout)
+  t.true(copied.intact)
+  t.is(copied.pool.outstanding, 0, 'every buffer is back in the pool')
+  t.true(copied.pool.hits > 0)
+  const lent = JSON.parse((await run('copied-results', path)).stdout)
+  t.true(lent.intact)
+  t.true(lent.pool.outstanding > 0, 'without the switch, live Buffers hold pooled memory')
 })
