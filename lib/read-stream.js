@@ -15,6 +15,12 @@ const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./arg
 const { invalidArgType, outOfRange } = require('./errors')
 
 let defaultReadAhead = 4
+// A positioned read fetches up to kBlockChunks highWaterMark chunks at once, within
+// [kMinBlock, kMaxBlock] bytes. A kept chunk keeps its whole block alive, so the
+// block stays small relative to the chunks.
+const kBlockChunks = 16
+const kMinBlock = 64 * 1024
+const kMaxBlock = 1024 * 1024
 
 function setReadAhead(n) {
   defaultReadAhead = n
@@ -39,6 +45,9 @@ function validateFd(fd) {
 
 class ReadStream extends Readable {
   #readAhead
+  /** Bytes per positioned read: several highWaterMark chunks, so one trip through
+   *  the pool and back serves many pushes. */
+  #blockSize
   /** Chunks are read at explicit positions (so several can be in flight). */
   #positional
   /** Positional because we opened the file ourselves, not because of `start`:
@@ -99,6 +108,8 @@ class ReadStream extends Readable {
     this.pos = start
     this.bytesRead = 0
     this.#readAhead = readAhead
+    const hwm = this.readableHighWaterMark
+    this.#blockSize = hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
@@ -145,10 +156,9 @@ class ReadStream extends Readable {
     if (this.destroyed || this.#ended) return
     const limit = this.#positional ? this.#readAhead : 1
     while (this.#wantMore && !this.#noMore && this.#live < limit) {
-      const hwm = this.readableHighWaterMark
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
-      const size = Math.min(hwm, remaining)
+      const size = Math.min(this.#positional ? this.#blockSize : this.readableHighWaterMark, remaining)
       if (size <= 0) {
         this.#noMore = true
         break
@@ -217,9 +227,14 @@ class ReadStream extends Readable {
         this.#noMore = true
         return
       }
-      this.bytesRead += result.length
-      if (this.pos !== undefined) this.pos += result.length
-      if (!this.push(result)) this.#wantMore = false
+      // A block becomes highWaterMark-sized views of the same memory.
+      const hwm = this.readableHighWaterMark
+      for (let off = 0; off < result.length; off += hwm) {
+        const chunk = result.length <= hwm ? result : result.subarray(off, Math.min(off + hwm, result.length))
+        this.bytesRead += chunk.length
+        if (this.pos !== undefined) this.pos += chunk.length
+        if (!this.push(chunk)) this.#wantMore = false
+      }
       if (this.#positional && result.length < size) {
         // Later chunks were asked for past what the file held then; read on from
         // here, as node:fs does (the file may be growing).
