@@ -99,6 +99,48 @@ function readFile(path, options, callback) {
 }
 
 /**
+ * Reads many files in one call; the results come in the order of `paths`. The reads
+ * share the pool fairly with all other traffic.
+ *
+ * @param {Iterable<string | Buffer | URL | number>} paths
+ * @param {string | { encoding?: BufferEncoding | null, flag?: string | number, signal?: AbortSignal, settle?: boolean }} [options]
+ *   `settle: true` resolves with `{ status: 'fulfilled', value }` or
+ *   `{ status: 'rejected', reason }` per file (like `Promise.allSettled`), so one bad
+ *   path does not lose the others; otherwise the first error rejects the batch.
+ * @returns {Promise<Array<Buffer | string> | Array<PromiseSettledResult<Buffer | string>>>}
+ */
+function readFiles(paths, options) {
+  return new Promise((resolve, reject) => {
+    if (paths == null || typeof paths[Symbol.iterator] !== 'function' || typeof paths === 'string') {
+      throw invalidArgType('paths', 'an instance of Array', paths)
+    }
+    const list = Array.isArray(paths) ? paths : Array.from(paths)
+    const opts = getOptions(options)
+    const settleAll = opts.settle === true
+    const results = new Array(list.length)
+    let left = list.length
+    let failed = false
+    if (left === 0) return resolve(results)
+    for (let i = 0; i < list.length; i++) {
+      const done = (err, data) => {
+        if (failed) return
+        if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: data }
+        else if (err) {
+          failed = true
+          return reject(err)
+        } else results[i] = data
+        if (--left === 0) resolve(results)
+      }
+      try {
+        start(list[i], opts, done, true)
+      } catch (err) {
+        done(err)
+      }
+    }
+  })
+}
+
+/**
  * The promise API, like `fs.promises`. As in node:fs/promises, `path` may be a
  * FileHandle but not an integer fd.
  */
@@ -146,4 +188,4 @@ function stats() {
   return { ...native.stats(), readAhead: getReadAhead() }
 }
 
-module.exports = { readFile, promises, createReadStream, ReadStream, configure, stats }
+module.exports = { readFile, readFiles, promises, createReadStream, ReadStream, configure, stats }
