@@ -32,18 +32,20 @@ export function percentile(xs, p) {
 }
 
 /**
- * Runs `measure(side, round)` for every side in every round and returns
- * `{ side: [sample per round] }`. The order rotates each round so no side
- * always runs first or right after the same neighbour (cache warmth, GC debt
- * and CPU frequency drift then spread evenly over all sides).
+ * Runs `measure(side)` for every side in every round and returns
+ * `{ side: [sample per round] }`. An untimed warm-up round comes first (JIT,
+ * lazily started thread pools, zlib and page cache state). The order rotates
+ * each round so no side always runs first or right after the same neighbour:
+ * GC debt, cache warmth and CPU frequency drift spread evenly over all sides.
  */
 export async function interleave(sides, rounds, measure, progress) {
   const samples = Object.fromEntries(sides.map((s) => [s, []]))
-  for (let r = 0; r < rounds; r++) {
+  for (let r = -1; r < rounds; r++) {
     for (let i = 0; i < sides.length; i++) {
-      const side = sides[(i + r) % sides.length]
-      progress?.(`round ${r + 1}/${rounds} ${side}`)
-      samples[side].push(await measure(side, r))
+      const side = sides[(i + r + sides.length) % sides.length]
+      progress?.(r < 0 ? `warm-up ${side}` : `round ${r + 1}/${rounds} ${side}`)
+      const sample = await measure(side)
+      if (r >= 0) samples[side].push(sample)
     }
   }
   return samples
@@ -144,7 +146,7 @@ export function fmtSize(bytes) {
   return `${bytes}B`
 }
 
-/** Three significant figures, thousands separators for big values. */
+/** Whole numbers with thousands separators from 100 up, else one or two decimals. */
 export function fmtNum(x) {
   if (!Number.isFinite(x)) return String(x)
   if (Math.abs(x) >= 100) return Math.round(x).toLocaleString('en-US')
