@@ -30,7 +30,7 @@ export declare function closeFd(fd: number): number
  * Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
  * validates the values.
  */
-export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null): void
+export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null): void
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string, string, string] | null>) => void, maxLength: number): void
@@ -47,6 +47,7 @@ export interface PoolStats {
   bytesRead: number
   chunksRead: number
   chunkSize: number
+  nice: number
   pool: BufferStats
 }
 
@@ -64,5 +65,12 @@ export declare function readFd(fd: number): number
  * numeric `flags` and `mode`. Returns the request id.
  */
 export declare function readPath(path: string | Uint8Array, flags: number, mode: number): number
+
+/**
+ * Reads every file in `paths` (all opened with `flags` and `mode`) as one request:
+ * the files are separate jobs on the fair pool, and JS hears back once, with all
+ * outcomes in order. Returns the request id.
+ */
+export declare function readPaths(paths: Array<string>, flags: number, mode: number): number
 
 export declare function stats(): PoolStats

@@ -843,4 +843,5 @@ module.exports.openPath = nativeBinding.openPath
 module.exports.readChunk = nativeBinding.readChunk
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
+module.exports.readPaths = nativeBinding.readPaths
 module.exports.stats = nativeBinding.stats

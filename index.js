@@ -117,6 +117,10 @@ function readFiles(paths, options) {
     const list = Array.isArray(paths) ? paths : Array.from(paths)
     const opts = getOptions(options)
     const settleAll = opts.settle === true
+    if (opts.signal?.aborted) throw new AbortError(undefined, { cause: opts.signal.reason })
+    if (list.every((p) => typeof p === 'string' && !p.includes('\u0000'))) {
+      return readStringPaths(list, opts, settleAll, resolve, reject)
+    }
     const results = new Array(list.length)
     let left = list.length
     let failed = false
@@ -138,6 +142,39 @@ function readFiles(paths, options) {
       }
     }
   })
+}
+
+/**
+ * readFiles for plain string paths: the whole batch is one native request, so the
+ * JS thread pays one call and one completion for all of it.
+ */
+function readStringPaths(list, options, settleAll, resolve, reject) {
+  const { signal, encoding } = options
+  const id = native.readPaths(list, stringToFlags(options.flag), 0o666)
+  const onAbort = () => native.cancel(id)
+  track(id, (outcomes) => {
+    signal?.removeEventListener('abort', onAbort)
+    if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
+    const results = new Array(outcomes.length)
+    for (let i = 0; i < outcomes.length; i++) {
+      const outcome = outcomes[i]
+      let err = null
+      let value = outcome
+      if (!Buffer.isBuffer(outcome)) err = outcome === null ? new AbortError() : nativeError(outcome, list[i])
+      else if (encoding) {
+        try {
+          value = outcome.toString(encoding)
+        } catch (e) {
+          err = e
+        }
+      }
+      if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value }
+      else if (err) return reject(err)
+      else results[i] = value
+    }
+    resolve(results)
+  })
+  signal?.addEventListener('abort', onAbort, { once: true })
 }
 
 /**
@@ -166,16 +203,18 @@ function checkInteger(name, value, min, max) {
  * Changes the pool: `threads` (1..1024) resizes it at once; `chunkSize` (4 KiB..64 MiB)
  * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
- * stream reads ahead. Invalid values throw and change nothing.
+ * stream reads ahead; `nice` (-20..19, default 10) is the pool threads' CPU priority
+ * (Linux). Invalid values throw and change nothing.
  */
 function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice } = options
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
   if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
   if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
-  native.configure(threads, chunkSize, maxPooledBytes)
+  if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
+  native.configure(threads, chunkSize, maxPooledBytes, nice)
   if (readAhead !== undefined) setReadAhead(readAhead)
 }
 

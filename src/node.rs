@@ -34,6 +34,8 @@ pub enum Delivered {
     Bytes(std::result::Result<PooledBytes, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
+    /// The outcomes of a `readPaths` batch, in order.
+    Batch(Vec<std::result::Result<PooledBytes, ReadError>>),
     /// Cancelled before it ran.
     Cancelled,
 }
@@ -49,7 +51,7 @@ type Waker = ThreadsafeFunction<(), (), Batch, Status, false, true>;
 /// Per-environment state, kept in N-API instance data and used only on its JS thread.
 struct EnvState {
     /// Reads submitted from this environment and not yet delivered, for `cancel`.
-    pending: HashMap<u32, Ticket>,
+    pending: HashMap<u32, Vec<Ticket>>,
     next_id: u32,
     sink: Arc<Sink>,
     /// Largest result allowed: `buffer.constants.MAX_LENGTH` of this Node.
@@ -142,7 +144,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
     env.set_instance_data(st, (), |ctx| {
         // The environment is going away (worker terminated, process exiting): stop
         // its reads so nothing is read for nobody. Their outcomes are dropped.
-        for ticket in ctx.value.pending.values() {
+        for ticket in ctx.value.pending.values().flatten() {
             global().cancel(ticket);
         }
     })
@@ -156,18 +158,22 @@ fn submit(env: &Env, make: impl FnOnce(Box<dyn FnOnce(Delivered) + Send>) -> Box
     st.next_id = st.next_id.wrapping_add(1);
     let sink = st.sink.clone();
     let ticket = global().submit(make(Box::new(move |delivered| sink.deliver(id, delivered))));
-    st.pending.insert(id, ticket);
+    st.pending.insert(id, vec![ticket]);
     set_referenced(env, st, true)?;
     Ok(id)
 }
 
-fn submit_read(env: &Env, source: Source) -> Result<u32> {
-    let limits = ReadLimits {
+fn read_limits(env: &Env) -> Result<ReadLimits> {
+    Ok(ReadLimits {
         chunk_size: global().chunk_size(),
         max_length: state(env)?.max_length,
         buffers: Some(buffer_pool::global()),
         ..ReadLimits::default()
-    };
+    })
+}
+
+fn submit_read(env: &Env, source: Source) -> Result<u32> {
+    let limits = read_limits(env)?;
     submit(env, |deliver| Box::new(ReadFileJob::new(source, limits, move |outcome| deliver(Delivered::Bytes(outcome)))))
 }
 
@@ -185,6 +191,66 @@ fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
 pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<u32> {
     let path = c_path(&path)?;
     submit_read(&env, Source::Path { path, flags, mode })
+}
+
+/// Outcomes of a batch, filled in by pool threads in any order.
+struct BatchSlots {
+    slots: Mutex<Vec<Option<std::result::Result<PooledBytes, ReadError>>>>,
+    left: std::sync::atomic::AtomicUsize,
+    deliver: Mutex<Option<Box<dyn FnOnce(Delivered) + Send>>>,
+}
+
+impl BatchSlots {
+    fn fill(&self, i: usize, outcome: std::result::Result<PooledBytes, ReadError>) {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+        if self.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            let slots = std::mem::take(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()));
+            let results = slots.into_iter().map(|s| s.unwrap_or(Err(ReadError::Cancelled))).collect();
+            if let Some(deliver) = self.deliver.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                deliver(Delivered::Batch(results));
+            }
+        }
+    }
+}
+
+/// Reads every file in `paths` (all opened with `flags` and `mode`) as one request:
+/// the files are separate jobs on the fair pool, and JS hears back once, with all
+/// outcomes in order. Returns the request id.
+#[napi]
+pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result<u32> {
+    let limits = read_limits(&env)?;
+    let sources = paths
+        .into_iter()
+        .map(|p| CString::new(p).map(|path| Source::Path { path, flags, mode }))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
+    let st = state(&env)?;
+    let id = st.next_id;
+    st.next_id = st.next_id.wrapping_add(1);
+    let sink = st.sink.clone();
+    let deliver: Box<dyn FnOnce(Delivered) + Send> = Box::new(move |delivered| sink.deliver(id, delivered));
+    if sources.is_empty() {
+        deliver(Delivered::Batch(Vec::new()));
+        st.pending.insert(id, Vec::new());
+        set_referenced(&env, st, true)?;
+        return Ok(id);
+    }
+    let batch = Arc::new(BatchSlots {
+        slots: Mutex::new((0..sources.len()).map(|_| None).collect()),
+        left: std::sync::atomic::AtomicUsize::new(sources.len()),
+        deliver: Mutex::new(Some(deliver)),
+    });
+    let jobs = sources
+        .into_iter()
+        .enumerate()
+        .map(|(i, source)| {
+            let batch = batch.clone();
+            Box::new(ReadFileJob::new(source, limits, move |outcome| batch.fill(i, outcome))) as Box<dyn Job>
+        })
+        .collect();
+    st.pending.insert(id, global().submit_many(jobs));
+    set_referenced(&env, st, true)?;
+    Ok(id)
 }
 
 /// Reads the caller's `fd` from its current position, leaving it open. Returns the request id.
@@ -231,7 +297,7 @@ pub fn close_fd(env: Env, fd: i32) -> Result<u32> {
 /// finishing) still arrives through `onComplete`.
 #[napi]
 pub fn cancel(env: Env, id: u32) -> Result<()> {
-    if let Some(ticket) = state(&env)?.pending.get(&id) {
+    for ticket in state(&env)?.pending.get(&id).into_iter().flatten() {
         global().cancel(ticket);
     }
     Ok(())
@@ -240,8 +306,8 @@ pub fn cancel(env: Env, id: u32) -> Result<()> {
 /// Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
 /// validates the values.
 #[napi]
-pub fn configure(threads: Option<u32>, chunk_size: Option<u32>, max_pooled_bytes: Option<f64>) {
-    global().configure(threads.map(|t| t as usize), chunk_size.map(|c| c as usize));
+pub fn configure(threads: Option<u32>, chunk_size: Option<u32>, max_pooled_bytes: Option<f64>, nice: Option<i32>) {
+    global().configure_with(threads.map(|t| t as usize), chunk_size.map(|c| c as usize), nice);
     if let Some(max) = max_pooled_bytes {
         buffer_pool::global().set_max_pooled_bytes(max as usize);
     }
@@ -257,6 +323,7 @@ pub struct PoolStats {
     pub bytes_read: f64,
     pub chunks_read: f64,
     pub chunk_size: u32,
+    pub nice: i32,
     pub pool: BufferStats,
 }
 
@@ -282,6 +349,7 @@ pub fn stats() -> PoolStats {
         bytes_read: s.bytes_read as f64,
         chunks_read: s.chunks_read as f64,
         chunk_size: pool.chunk_size() as u32,
+        nice: pool.nice(),
         pool: {
             let buffers = buffer_pool::global();
             let b = buffers.stats();
@@ -344,6 +412,16 @@ impl ToNapiValue for Batch {
                     out.set(slot, error_to_js(&env, e)?)?
                 }
                 Delivered::Cancelled => out.set(slot, Null)?,
+                Delivered::Batch(results) => {
+                    let mut list = env.create_array(results.len() as u32)?;
+                    for (j, outcome) in results.into_iter().enumerate() {
+                        match outcome {
+                            Ok(bytes) => list.set(j as u32, to_buffer(&env, bytes)?)?,
+                            Err(e) => list.set(j as u32, error_to_js(&env, e)?)?,
+                        }
+                    }
+                    out.set(slot, list)?
+                }
             }
         }
         // SAFETY: `out` was created in `raw_env`, the environment we are called in.

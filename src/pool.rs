@@ -22,6 +22,9 @@ use crate::scheduler::{FairQueue, Flow};
 pub const DEFAULT_THREADS: usize = 4;
 /// Default chunk size and DRR quantum, the same as node:fs's `readFile` chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+/// Default nice value of worker threads: below the event loop and libuv's threads,
+/// so that JS, zlib and crypto win when they compete with reads for CPU.
+pub const DEFAULT_NICE: i32 = 10;
 /// How long the pool waits without work before it runs its idle hook.
 pub const IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -86,6 +89,8 @@ struct State {
     live_threads: usize,
     /// The chunk size new requests use, also the DRR quantum.
     chunk_size: usize,
+    /// The nice value workers should run at; each worker applies changes itself.
+    nice: i32,
     next_id: u64,
     /// Set by `Drop`: workers exit and queued jobs are cancelled.
     shutdown: bool,
@@ -126,6 +131,7 @@ impl Pool {
                 target_threads: 0,
                 live_threads: 0,
                 chunk_size,
+                nice: DEFAULT_NICE,
                 next_id: 0,
                 shutdown: false,
             }),
@@ -149,20 +155,33 @@ impl Pool {
     /// Queues a job. It starts on the next free worker, ahead of requests that have
     /// already had their first quantum.
     pub fn submit(&self, job: Box<dyn Job>) -> Ticket {
-        let cancelled = Arc::new(AtomicBool::new(false));
+        self.submit_many(vec![job]).pop().expect("one ticket per job")
+    }
+
+    /// Queues several jobs under one lock acquisition, in order.
+    pub fn submit_many(&self, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
+        let mut tickets = Vec::with_capacity(jobs.len());
         let mut state = self.lock();
         if state.shutdown {
             drop(state);
-            self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
-            job.cancel();
-            return Ticket { id: u64::MAX, cancelled };
+            for job in jobs {
+                self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
+                job.cancel();
+                tickets.push(Ticket { id: u64::MAX, cancelled: Arc::new(AtomicBool::new(true)) });
+            }
+            return tickets;
         }
-        let id = state.next_id;
-        state.next_id += 1;
-        state.queue.push(Entry { id, cancelled: cancelled.clone(), job });
+        for job in jobs {
+            let id = state.next_id;
+            state.next_id += 1;
+            let cancelled = Arc::new(AtomicBool::new(false));
+            state.queue.push(Entry { id, cancelled: cancelled.clone(), job });
+            tickets.push(Ticket { id, cancelled });
+        }
         drop(state);
+        // Workers pass the baton on while work remains, so one wake-up is enough.
         self.shared.work_ready.notify_one();
-        Ticket { id, cancelled }
+        tickets
     }
 
     /// Cancels a job. A waiting job is released on this thread before returning; a
@@ -187,7 +206,17 @@ impl Pool {
     /// now; shrinking lets surplus workers exit after their current chunk.
     /// The chunk size applies to requests submitted afterwards.
     pub fn configure(&self, threads: Option<usize>, chunk_size: Option<usize>) {
+        self.configure_with(threads, chunk_size, None)
+    }
+
+    /// [`Pool::configure`], and also the workers' nice value (-20..=19). Raising a
+    /// thread's priority back may need privileges; workers keep what they can get.
+    pub fn configure_with(&self, threads: Option<usize>, chunk_size: Option<usize>, nice: Option<i32>) {
         let mut state = self.lock();
+        if let Some(nice) = nice {
+            state.nice = nice.clamp(-20, 19);
+            self.shared.work_ready.notify_all();
+        }
         if let Some(size) = chunk_size {
             state.chunk_size = size.max(1);
             state.queue.set_quantum(size);
@@ -214,6 +243,11 @@ impl Pool {
     /// The chunk size for new requests.
     pub fn chunk_size(&self) -> usize {
         self.lock().chunk_size
+    }
+
+    /// The nice value workers are asked to run at.
+    pub fn nice(&self) -> i32 {
+        self.lock().nice
     }
 
     pub fn stats(&self) -> Stats {
@@ -257,7 +291,12 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
 /// A worker's life: take the next request, run one chunk, put it back.
 fn worker(shared: Arc<Shared>) {
     let mut state = lock(&shared);
+    let mut nice = 0;
     loop {
+        if state.nice != nice {
+            nice = state.nice;
+            let _ = crate::sys::set_thread_nice(nice);
+        }
         if state.shutdown || state.live_threads > state.target_threads {
             state.live_threads -= 1;
             return;

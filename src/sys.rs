@@ -86,3 +86,21 @@ pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) 
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
 }
+
+/// Sets the calling thread's nice value (Linux applies `setpriority` on a thread id
+/// to that thread alone). Pool threads run a little below the event loop and
+/// libuv's threads so that, when they compete for CPU, JS and zlib/crypto win.
+#[cfg(target_os = "linux")]
+pub fn set_thread_nice(nice: i32) -> Result<(), FsError> {
+    // SAFETY: gettid has no preconditions; setpriority only changes scheduling.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, nice) };
+    if r < 0 {
+        return Err(FsError::last(Syscall::Open));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn set_thread_nice(_nice: i32) -> Result<(), FsError> {
+    Ok(())
+}
