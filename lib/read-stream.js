@@ -155,7 +155,8 @@ class ReadStream extends Readable {
   #pump() {
     if (this.destroyed || this.#ended) return
     const limit = this.#positional ? this.#readAhead : 1
-    while (this.#wantMore && !this.#noMore && this.#live < limit) {
+    // Blocks that finished out of order and wait for their turn count too.
+    while (this.#wantMore && !this.#noMore && this.#live + this.#ready.size < limit) {
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
       const size = Math.min(this.#positional ? this.#blockSize : this.readableHighWaterMark, remaining)
