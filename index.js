@@ -227,4 +227,41 @@ function stats() {
   return { ...native.stats(), readAhead: getReadAhead() }
 }
 
-module.exports = { readFile, readFiles, promises, createReadStream, ReadStream, configure, stats }
+/**
+ * `fs.readFile`'s exact shape (callback required), for patching node:fs.
+ * @param {string | Buffer | URL | number} path
+ * @param {string | object | Function} options
+ * @param {Function} [callback]
+ */
+function readFileCallbackOnly(path, options, callback) {
+  if (typeof options === 'function' && callback === undefined) return readFileCallback(path, undefined, options)
+  return readFileCallback(path, options, callback)
+}
+
+const patcher = require('./lib/install')
+
+/**
+ * Makes node:fs use fairfs: `fs.readFile`, `fs.promises.readFile` and
+ * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
+ */
+function install() {
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream })
+}
+
+/** Restores the node:fs functions `install()` replaced. */
+function uninstall() {
+  patcher.uninstall()
+}
+
+module.exports = {
+  readFile,
+  readFiles,
+  promises,
+  createReadStream,
+  ReadStream,
+  configure,
+  stats,
+  install,
+  uninstall,
+  isInstalled: patcher.isInstalled,
+}

@@ -277,6 +277,10 @@ class ReadStream extends Readable {
   }
 }
 
+// Instances are also `instanceof fs.ReadStream`, for code that checks (our methods
+// shadow fs.ReadStream's; Readable stays the base the constructor calls).
+Object.setPrototypeOf(ReadStream.prototype, require('node:fs').ReadStream.prototype)
+
 /**
  * Like `fs.createReadStream`: a Readable over the file, with node:fs's options
  * (`flags`, `encoding`, `fd`, `mode`, `autoClose`, `emitClose`, `start`, `end`,

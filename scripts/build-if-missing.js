@@ -18,6 +18,11 @@ function loads() {
 
 if (process.env.FAIRFS_SKIP_BUILD || loads()) process.exit(0)
 
+if (!require('node:fs').existsSync(path.join(root, 'Cargo.toml'))) {
+  // An installed package: the binary comes from the fairfs-<platform> package.
+  console.error(`fairfs: no prebuilt binary for ${process.platform}-${process.arch}; build from a clone of the repository`)
+  process.exit(1)
+}
 console.log('fairfs: no prebuilt binary for this platform, compiling from source (needs cargo)')
 const cli = (() => {
   try {

@@ -1,0 +1,25 @@
+// Checked by `tsc --noEmit --strict` in npm test: the overloads give Buffer without
+// an encoding and string with one.
+import fairfs, { readFile, readFiles, promises, createReadStream, configure, stats } from '../index.js'
+import type { Buffer } from 'node:buffer'
+
+async function check(): Promise<void> {
+  const b: Buffer = await readFile('/etc/hostname')
+  const s: string = await readFile('/etc/hostname', 'utf8')
+  const s2: string = await readFile('/etc/hostname', { encoding: 'latin1', signal: AbortSignal.timeout(100) })
+  const p: Buffer = await promises.readFile(new URL('file:///etc/hostname'))
+  readFile('/etc/hostname', (err, data: Buffer) => void [err?.code, data.length])
+  readFile(3, 'hex', (err, data: string) => void [err, data.length])
+  const many: Buffer[] = await readFiles(['/a', '/b'])
+  const settled = await readFiles(['/a'], { settle: true, encoding: 'utf8' })
+  if (settled[0].status === 'fulfilled') settled[0].value.toUpperCase()
+  const stream = createReadStream('/etc/hostname', { start: 0, end: 10, highWaterMark: 1024, readAhead: 2 })
+  stream.on('data', (chunk) => void chunk)
+  configure({ threads: 2, chunkSize: 1 << 20, nice: 5 })
+  const n: number = stats().pool.hits + fairfs.stats().bytesRead
+  void [b, s, s2, p, many, n]
+  // @ts-expect-error a string result is not a Buffer
+  const wrong: Buffer = await readFile('/etc/hostname', 'utf8')
+  void wrong
+}
+void check

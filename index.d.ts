@@ -1,0 +1,124 @@
+// Type declarations for fairfs: node:fs-compatible, fast and fair file reads.
+import type { Buffer } from 'node:buffer'
+import type { PathLike, ReadStream as FsReadStream } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
+import type { Readable } from 'node:stream'
+
+/** A path, a `file:` URL, an open fd or a FileHandle (read from its position, not closed). */
+export type PathOrFd = PathLike | number | FileHandle
+
+export interface ReadFileOptions {
+  encoding?: BufferEncoding | null
+  /** A flag string ('r', 'a+', 'wx', ...) or O_* bits; default 'r'. */
+  flag?: string | number
+  signal?: AbortSignal
+}
+
+export type ReadFileCallback<T> = (err: NodeJS.ErrnoException | null, data: T) => void
+
+/** Reads a whole file, like `fs.readFile`; without a callback it returns a promise. */
+export function readFile(path: PathOrFd, callback: ReadFileCallback<Buffer>): void
+export function readFile(path: PathOrFd, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding }), callback: ReadFileCallback<string>): void
+export function readFile(path: PathOrFd, options: (ReadFileOptions & { encoding?: null }) | null | undefined, callback: ReadFileCallback<Buffer>): void
+export function readFile(path: PathOrFd, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding })): Promise<string>
+export function readFile(path: PathOrFd, options?: (ReadFileOptions & { encoding?: null }) | null): Promise<Buffer>
+
+export interface ReadFilesOptions extends ReadFileOptions {
+  /** Resolve with one `PromiseSettledResult` per file instead of rejecting on the first error. */
+  settle?: boolean
+}
+
+/** Reads many files in one call; results in the order of `paths`. */
+export function readFiles(paths: Iterable<PathLike | number>, options: ReadFilesOptions & { settle: true; encoding: BufferEncoding }): Promise<PromiseSettledResult<string>[]>
+export function readFiles(paths: Iterable<PathLike | number>, options: ReadFilesOptions & { settle: true }): Promise<PromiseSettledResult<Buffer>[]>
+export function readFiles(paths: Iterable<PathLike | number>, options: BufferEncoding | (ReadFilesOptions & { encoding: BufferEncoding })): Promise<string[]>
+export function readFiles(paths: Iterable<PathLike | number>, options?: ReadFilesOptions | null): Promise<Buffer[]>
+
+/** The promise API, like `fs.promises`: a FileHandle is accepted, a plain fd is not. */
+export const promises: {
+  readFile(path: PathLike | FileHandle, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding })): Promise<string>
+  readFile(path: PathLike | FileHandle, options?: (ReadFileOptions & { encoding?: null }) | null): Promise<Buffer>
+}
+
+export interface ReadStreamOptions {
+  flags?: string | number
+  encoding?: BufferEncoding | null
+  fd?: number | FileHandle
+  mode?: number
+  autoClose?: boolean
+  emitClose?: boolean
+  start?: number
+  /** Inclusive. */
+  end?: number
+  highWaterMark?: number
+  signal?: AbortSignal
+  /** Blocks read ahead on the pool (1..64, default from configure()). */
+  readAhead?: number
+}
+
+/** An `fs.ReadStream`-compatible Readable (also `instanceof fs.ReadStream`). */
+export class ReadStream extends Readable {
+  constructor(path: PathLike | null, options?: BufferEncoding | ReadStreamOptions)
+  bytesRead: number
+  path: string | Buffer
+  fd: number | null
+  readonly pending: boolean
+  autoClose: boolean
+  start: number | undefined
+  end: number
+  close(callback?: (err?: NodeJS.ErrnoException | null) => void): void
+}
+
+export function createReadStream(path: PathLike | null, options?: BufferEncoding | ReadStreamOptions): ReadStream & FsReadStream
+
+export interface ConfigureOptions {
+  /** Pool threads, 1..1024 (default 4). */
+  threads?: number
+  /** Bytes per chunk and DRR quantum, 4 KiB..64 MiB (default 512 KiB). */
+  chunkSize?: number
+  /** Cap on memory the buffer pool keeps (default 64 MiB). */
+  maxPooledBytes?: number
+  /** Default read-ahead of streams, 1..64 (default 4). */
+  readAhead?: number
+  /** Nice value of pool threads, -20..19 (default 10; Linux). */
+  nice?: number
+}
+
+/** Changes the pool; invalid values throw and change nothing. */
+export function configure(options: ConfigureOptions): void
+
+export interface Stats {
+  threads: number
+  queued: number
+  active: number
+  completed: number
+  cancelled: number
+  bytesRead: number
+  chunksRead: number
+  chunkSize: number
+  nice: number
+  readAhead: number
+  pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number }
+}
+
+export function stats(): Stats
+
+/** Patches `fs.readFile`, `fs.promises.readFile` and `fs.createReadStream`. Idempotent. */
+export function install(): void
+/** Restores what `install()` replaced. */
+export function uninstall(): void
+export function isInstalled(): boolean
+
+declare const fairfs: {
+  readFile: typeof readFile
+  readFiles: typeof readFiles
+  promises: typeof promises
+  createReadStream: typeof createReadStream
+  ReadStream: typeof ReadStream
+  configure: typeof configure
+  stats: typeof stats
+  install: typeof install
+  uninstall: typeof uninstall
+  isInstalled: typeof isInstalled
+}
+export default fairfs

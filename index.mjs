@@ -1,0 +1,16 @@
+// ESM entry: the same module as the CommonJS one, with named exports.
+import fairfs from './index.js'
+
+export const {
+  readFile,
+  readFiles,
+  promises,
+  createReadStream,
+  ReadStream,
+  configure,
+  stats,
+  install,
+  uninstall,
+  isInstalled,
+} = fairfs
+export default fairfs
