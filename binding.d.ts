@@ -73,4 +73,10 @@ export declare function readPath(path: string | Uint8Array, flags: number, mode:
  */
 export declare function readPaths(paths: Array<string>, flags: number, mode: number): number
 
+/**
+ * Sets the largest result this environment's reads may produce (the JS layer
+ * keeps it at or below `buffer.constants.MAX_LENGTH`).
+ */
+export declare function setMaxLength(maxLength: number): void
+
 export declare function stats(): PoolStats

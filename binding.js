@@ -844,4 +844,5 @@ module.exports.readChunk = nativeBinding.readChunk
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths
+module.exports.setMaxLength = nativeBinding.setMaxLength
 module.exports.stats = nativeBinding.stats

@@ -82,6 +82,8 @@ export interface ConfigureOptions {
   readAhead?: number
   /** Nice value of pool threads, -20..19 (default 10; Linux). */
   nice?: number
+  /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
+  maxLength?: number
 }
 
 /** Changes the pool; invalid values throw and change nothing. */
@@ -98,6 +100,7 @@ export interface Stats {
   chunkSize: number
   nice: number
   readAhead: number
+  maxLength: number
   pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number }
 }
 

@@ -6,8 +6,8 @@
 // node:fs results and errors. The native half (binding.js, generated) runs the
 // read on fairfs's own threads and reports back once per batch of finished reads.
 
-const { Buffer } = require('node:buffer')
-const { binding: native, track, nativeError } = require('./lib/native')
+const { Buffer, constants: { MAX_LENGTH } } = require('node:buffer')
+const { binding: native, track, nativeError, setMaxLength, getMaxLength } = require('./lib/native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./lib/args')
 const { invalidArgType, outOfRange, AbortError } = require('./lib/errors')
 const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./lib/read-stream')
@@ -204,18 +204,21 @@ function checkInteger(name, value, min, max) {
  * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
  * stream reads ahead; `nice` (-20..19, default 10) is the pool threads' CPU priority
- * (Linux). Invalid values throw and change nothing.
+ * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
+ * which reads fail with ERR_FS_FILE_TOO_LARGE. Invalid values throw and change nothing.
  */
 function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength } = options
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
   if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
   if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
   if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
+  if (maxLength !== undefined) checkInteger('options.maxLength', maxLength, 0, MAX_LENGTH)
   native.configure(threads, chunkSize, maxPooledBytes, nice)
   if (readAhead !== undefined) setReadAhead(readAhead)
+  if (maxLength !== undefined) setMaxLength(maxLength)
 }
 
 /**
@@ -224,7 +227,7 @@ function configure(options = {}) {
  * outstanding and maxPooledBytes.
  */
 function stats() {
-  return { ...native.stats(), readAhead: getReadAhead() }
+  return { ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength() }
 }
 
 /**

@@ -40,7 +40,19 @@ function track(id, handler) {
  * is an OS error (node:fs adds `path` to `open` errors), `[size]` a file over the limit.
  */
 function nativeError(result, path) {
-  return result.length === 1 ? fileTooLarge(result[0], MAX_LENGTH) : uvError(result, path)
+  return result.length === 1 ? fileTooLarge(result[0], maxLength) : uvError(result, path)
 }
 
-module.exports = { binding, track, nativeError }
+/** The largest result reads may produce on this thread; ERR_FS_FILE_TOO_LARGE past it. */
+let maxLength = MAX_LENGTH
+
+function setMaxLength(n) {
+  binding.setMaxLength(n)
+  maxLength = n
+}
+
+function getMaxLength() {
+  return maxLength
+}
+
+module.exports = { binding, track, nativeError, setMaxLength, getMaxLength }

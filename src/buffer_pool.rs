@@ -148,16 +148,49 @@ impl BufferPool {
             return;
         };
         self.outstanding.fetch_sub(1, Ordering::Relaxed);
-        let max = self.max_pooled_bytes.load(Ordering::Relaxed);
-        let before = self.pooled_bytes.fetch_add(cap, Ordering::Relaxed);
-        if before + cap > max {
-            self.pooled_bytes.fetch_sub(cap, Ordering::Relaxed);
-            return;
+        if !self.reserve(cap) {
+            // Full: make room by freeing buffers of other sizes, so the pool follows
+            // the sizes in use instead of keeping whatever filled it first.
+            if cap > self.max_pooled_bytes.load(Ordering::Relaxed)
+                || !self.evict_except(class.size, cap)
+                || !self.reserve(cap)
+            {
+                return;
+            }
         }
         buf.clear();
         if class.free.push(buf).is_err() {
             self.pooled_bytes.fetch_sub(cap, Ordering::Relaxed);
         }
+    }
+
+    /// Counts `bytes` into the pool if that stays under the cap.
+    fn reserve(&self, bytes: usize) -> bool {
+        let max = self.max_pooled_bytes.load(Ordering::Relaxed);
+        let before = self.pooled_bytes.fetch_add(bytes, Ordering::Relaxed);
+        if before + bytes > max {
+            self.pooled_bytes.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Frees pooled buffers of classes other than `keep`, largest first, until at
+    /// least `bytes` are freed. Returns whether it freed that much.
+    fn evict_except(&self, keep: usize, bytes: usize) -> bool {
+        let mut freed = 0;
+        for class in self.classes.iter().rev().filter(|c| c.size != keep) {
+            while freed < bytes {
+                let Some(buf) = class.free.pop() else { break };
+                self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
+                freed += class.size;
+                drop(buf);
+            }
+            if freed >= bytes {
+                return true;
+            }
+        }
+        false
     }
 
     /// Sets the cap; buffers over a lowered cap are freed by [`BufferPool::trim`] or
@@ -341,6 +374,22 @@ mod tests {
         assert_eq!(pool.stats().pooled_bytes, 65_536);
         pool.trim();
         assert_eq!(pool.stats().pooled_bytes, 0);
+    }
+
+    #[test]
+    fn a_full_pool_makes_room_for_the_size_in_use() {
+        let pool = BufferPool::new(4 * 65_536);
+        let old: Vec<_> = (0..4).map(|_| pool.acquire(65_536)).collect();
+        old.into_iter().for_each(|b| pool.release(b));
+        assert_eq!(pool.stats().pooled_bytes, 4 * 65_536, "full of 64 KiB buffers");
+        // Now the application reads 8 KiB files: their buffers displace the old ones.
+        let new: Vec<_> = (0..10).map(|_| pool.acquire(8192)).collect();
+        new.into_iter().for_each(|b| pool.release(b));
+        assert!(pool.stats().pooled_bytes <= 4 * 65_536);
+        let misses = pool.stats().misses;
+        let again: Vec<_> = (0..10).map(|_| pool.acquire(8192)).collect();
+        assert_eq!(pool.stats().misses, misses, "all ten 8 KiB buffers were kept");
+        drop(again);
     }
 
     #[test]

@@ -31,7 +31,10 @@ use crate::request::{OnceJob, ReadFileJob};
 
 /// What a finished request hands back to JS.
 pub enum Delivered {
+    /// A whole file.
     Bytes(std::result::Result<PooledBytes, ReadError>),
+    /// A stream block.
+    Chunk(std::result::Result<PooledBytes, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
     /// The outcomes of a `readPaths` batch, in order.
@@ -39,6 +42,9 @@ pub enum Delivered {
     /// Cancelled before it ran.
     Cancelled,
 }
+
+/// Hands a finished request to its environment's completion queue.
+type Deliver = Box<dyn FnOnce(Delivered) + Send>;
 
 /// Finished requests waiting for the JS thread, in completion order.
 type DoneQueue = Arc<Mutex<Vec<(u32, Delivered)>>>;
@@ -152,7 +158,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
 
 /// Registers a request from this environment and submits the job `make` builds
 /// around its delivery callback.
-fn submit(env: &Env, make: impl FnOnce(Box<dyn FnOnce(Delivered) + Send>) -> Box<dyn Job>) -> Result<u32> {
+fn submit(env: &Env, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<u32> {
     let st = state(env)?;
     let id = st.next_id;
     st.next_id = st.next_id.wrapping_add(1);
@@ -197,7 +203,7 @@ pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -
 struct BatchSlots {
     slots: Mutex<Vec<Option<std::result::Result<PooledBytes, ReadError>>>>,
     left: std::sync::atomic::AtomicUsize,
-    deliver: Mutex<Option<Box<dyn FnOnce(Delivered) + Send>>>,
+    deliver: Mutex<Option<Deliver>>,
 }
 
 impl BatchSlots {
@@ -228,7 +234,7 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
     let id = st.next_id;
     st.next_id = st.next_id.wrapping_add(1);
     let sink = st.sink.clone();
-    let deliver: Box<dyn FnOnce(Delivered) + Send> = Box::new(move |delivered| sink.deliver(id, delivered));
+    let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
     if sources.is_empty() {
         deliver(Delivered::Batch(Vec::new()));
         st.pending.insert(id, Vec::new());
@@ -280,7 +286,7 @@ pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32) -> Result<u32> 
             let bytes = r.as_ref().map_or(0, |b| b.len());
             (r, bytes)
         };
-        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Bytes))))
+        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk))))
     })
 }
 
@@ -300,6 +306,14 @@ pub fn cancel(env: Env, id: u32) -> Result<()> {
     for ticket in state(&env)?.pending.get(&id).into_iter().flatten() {
         global().cancel(ticket);
     }
+    Ok(())
+}
+
+/// Sets the largest result this environment's reads may produce (the JS layer
+/// keeps it at or below `buffer.constants.MAX_LENGTH`).
+#[napi]
+pub fn set_max_length(env: Env, max_length: f64) -> Result<()> {
+    state(&env)?.max_length = max_length as u64;
     Ok(())
 }
 
@@ -371,10 +385,16 @@ fn copy_results() -> bool {
     *COPY.get_or_init(|| std::env::var_os("FAIRFS_NO_EXTERNAL_BUFFERS").is_some_and(|v| v == "1"))
 }
 
-/// A Buffer over `bytes`. Small results are copied and their buffer reused at once;
-/// larger ones are lent to JS and come back to the pool from the finalizer.
-fn to_buffer(env: &Env, mut bytes: PooledBytes) -> Result<BufferSlice<'_>> {
-    if bytes.len() < MIN_CLASS || copy_results() {
+/// Whole files below this are copied into V8's heap and their buffer reused at once.
+/// Lent memory comes back only after a GC, and between GCs a busy reader would drain
+/// the pool and churn the allocator; copying costs little next to the read below this.
+const LEND_FILES_FROM: usize = 1024 * 1024;
+
+/// A Buffer over `bytes`. Results under `lend_from` bytes are copied and their
+/// buffer reused at once; larger ones are lent to JS and come back to the pool from
+/// the finalizer.
+fn to_buffer(env: &Env, mut bytes: PooledBytes, lend_from: usize) -> Result<BufferSlice<'_>> {
+    if bytes.len() < lend_from.max(MIN_CLASS) || copy_results() {
         return BufferSlice::copy_from(env, &*bytes);
     }
     let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
@@ -405,18 +425,20 @@ impl ToNapiValue for Batch {
             out.set(2 * i as u32, id)?;
             let slot = 2 * i as u32 + 1;
             match delivered {
-                Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes)?)?,
+                Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
+                Delivered::Chunk(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
                 Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,
-                Delivered::Bytes(Err(e)) | Delivered::Opened(Err(e)) | Delivered::Closed(Err(e)) => {
-                    out.set(slot, error_to_js(&env, e)?)?
-                }
+                Delivered::Bytes(Err(e))
+                | Delivered::Chunk(Err(e))
+                | Delivered::Opened(Err(e))
+                | Delivered::Closed(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
                 Delivered::Batch(results) => {
                     let mut list = env.create_array(results.len() as u32)?;
                     for (j, outcome) in results.into_iter().enumerate() {
                         match outcome {
-                            Ok(bytes) => list.set(j as u32, to_buffer(&env, bytes)?)?,
+                            Ok(bytes) => list.set(j as u32, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
                             Err(e) => list.set(j as u32, error_to_js(&env, e)?)?,
                         }
                     }
