@@ -48,8 +48,18 @@ export interface PoolStats {
   chunksRead: number
   chunkSize: number
   nice: number
+  /** Reads served by the fast path, and tries that fell back to the pool. */
+  fastPathHits: number
+  fastPathMisses: number
   pool: BufferStats
 }
+
+/**
+ * The fast path: reads `path` right here if it is a small regular file whose lookup
+ * and data are in the kernel's caches, so nothing can block; `null` otherwise (then
+ * read it through the pool with `readPath`).
+ */
+export declare function readCached(path: string, flags: number, maxSize: number): Buffer | null
 
 /**
  * Reads up to `length` bytes of `fd` at `position` (negative: the current

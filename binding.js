@@ -840,6 +840,7 @@ module.exports.closeFd = nativeBinding.closeFd
 module.exports.configure = nativeBinding.configure
 module.exports.init = nativeBinding.init
 module.exports.openPath = nativeBinding.openPath
+module.exports.readCached = nativeBinding.readCached
 module.exports.readChunk = nativeBinding.readChunk
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath

@@ -7,6 +7,7 @@
 // read on fairfs's own threads and reports back once per batch of finished reads.
 
 const { Buffer, constants: { MAX_LENGTH } } = require('node:buffer')
+const { O_RDONLY } = require('node:fs').constants
 const { binding: native, track, nativeError, setMaxLength, getMaxLength } = require('./lib/native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./lib/args')
 const { invalidArgType, outOfRange, AbortError } = require('./lib/errors')
@@ -62,6 +63,13 @@ function start(path, options, done, allowFd) {
     const flags = stringToFlags(options.flag)
     const { native: nativePath, display } = validatePath(path)
     req.path = display
+    if (fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
+      const data = native.readCached(nativePath, flags, kFastPathMax)
+      if (data !== null) {
+        process.nextTick(settle, req, data)
+        return
+      }
+    }
     id = native.readPath(nativePath, flags, 0o666)
   }
   track(id, (result) => settle(req, result))
@@ -188,6 +196,10 @@ const promises = {
   },
 }
 
+/** Files up to this size may be read on the calling thread when fully cached. */
+const kFastPathMax = 64 * 1024
+let fastPath = true
+
 const kMaxChunkSize = 64 * 1024 * 1024
 const kMaxThreads = 1024
 const kMaxReadAhead = 64
@@ -205,11 +217,14 @@ function checkInteger(name, value, min, max) {
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
  * stream reads ahead; `nice` (-20..19, default 10) is the pool threads' CPU priority
  * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
- * which reads fail with ERR_FS_FILE_TOO_LARGE. Invalid values throw and change nothing.
+ * which reads fail with ERR_FS_FILE_TOO_LARGE; `fastPath` (default true) lets small,
+ * fully cached files be read on the calling thread without blocking (Linux 5.12+).
+ * Invalid values throw and change nothing.
  */
 function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, fastPath: fast } = options
+  if (fast !== undefined && typeof fast !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fast)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
   if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
@@ -219,6 +234,7 @@ function configure(options = {}) {
   native.configure(threads, chunkSize, maxPooledBytes, nice)
   if (readAhead !== undefined) setReadAhead(readAhead)
   if (maxLength !== undefined) setMaxLength(maxLength)
+  if (fast !== undefined) fastPath = fast
 }
 
 /**
@@ -227,7 +243,7 @@ function configure(options = {}) {
  * outstanding and maxPooledBytes.
  */
 function stats() {
-  return { ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength() }
+  return { ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), fastPath }
 }
 
 /**

@@ -3,6 +3,7 @@
 //! The core is plain Rust and knows nothing of Node:
 //!
 //! * [`read`]: node:fs's `readFile` algorithm as a state machine, one chunk per step;
+//! * [`cached`]: the fast path that reads small cached files on the calling thread;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
@@ -12,6 +13,7 @@
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
 pub mod buffer_pool;
+pub mod cached;
 pub mod chunk;
 mod errno_table;
 pub mod error;

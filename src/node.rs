@@ -259,6 +259,18 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
     Ok(id)
 }
 
+/// The fast path: reads `path` right here if it is a small regular file whose lookup
+/// and data are in the kernel's caches, so nothing can block; `null` otherwise (then
+/// read it through the pool with `readPath`).
+#[napi]
+pub fn read_cached(env: &Env, path: String, flags: i32, max_size: u32) -> Result<Option<BufferSlice<'_>>> {
+    let path = CString::new(path).map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
+    match crate::cached::try_read(&path, flags, max_size as usize) {
+        crate::cached::Cached::Hit(data) => Ok(Some(BufferSlice::copy_from(env, data)?)),
+        crate::cached::Cached::Miss => Ok(None),
+    }
+}
+
 /// Reads the caller's `fd` from its current position, leaving it open. Returns the request id.
 #[napi]
 pub fn read_fd(env: Env, fd: i32) -> Result<u32> {
@@ -338,6 +350,9 @@ pub struct PoolStats {
     pub chunks_read: f64,
     pub chunk_size: u32,
     pub nice: i32,
+    /// Reads served by the fast path, and tries that fell back to the pool.
+    pub fast_path_hits: f64,
+    pub fast_path_misses: f64,
     pub pool: BufferStats,
 }
 
@@ -364,6 +379,8 @@ pub fn stats() -> PoolStats {
         chunks_read: s.chunks_read as f64,
         chunk_size: pool.chunk_size() as u32,
         nice: pool.nice(),
+        fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
+        fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {
             let buffers = buffer_pool::global();
             let b = buffers.stats();

@@ -104,3 +104,45 @@ pub fn set_thread_nice(nice: i32) -> Result<(), FsError> {
 pub fn set_thread_nice(_nice: i32) -> Result<(), FsError> {
     Ok(())
 }
+
+/// `openat2` with `RESOLVE_CACHED`: opens only if the whole path lookup can be done
+/// from the dentry cache, failing with `EAGAIN` where it would need I/O (Linux 5.12+;
+/// older kernels answer `ENOSYS` or `EINVAL`).
+#[cfg(target_os = "linux")]
+pub fn open_cached(path: &CStr, flags: i32) -> Result<RawFd, FsError> {
+    /// `struct open_how` (libc's is non-exhaustive, so it cannot be built here).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow { flags: (flags | libc::O_CLOEXEC) as u64, mode: 0, resolve: libc::RESOLVE_CACHED };
+    // SAFETY: `path` is NUL-terminated and `how` has open_how's layout and the size
+    // we pass; the kernel only reads both.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, path.as_ptr(), &how as *const OpenHow, size_of::<OpenHow>())
+    };
+    if fd < 0 {
+        return Err(FsError::last(Syscall::Open));
+    }
+    Ok(fd as RawFd)
+}
+
+/// `preadv2` with `RWF_NOWAIT` at offset 0: reads only what is in the page cache,
+/// failing with `EAGAIN` (or returning short) instead of waiting for the disk.
+#[cfg(target_os = "linux")]
+pub fn read_nowait(fd: RawFd, buf: &mut Vec<u8>, len: usize) -> Result<usize, FsError> {
+    let spare = buf.spare_capacity_mut();
+    let len = len.min(spare.len());
+    let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: len };
+    // SAFETY: `iov` describes `len` writable bytes of `buf`'s spare capacity, which
+    // nothing else aliases while `buf` is mutably borrowed.
+    let n = unsafe { libc::preadv2(fd, &iov, 1, 0, libc::RWF_NOWAIT) };
+    if n < 0 {
+        return Err(FsError::last(Syscall::Read));
+    }
+    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}

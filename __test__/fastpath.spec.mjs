@@ -1,0 +1,50 @@
+// The cache-hit fast path (small cached files read on the calling thread) and the
+// pool path give the same results and errors; both are exercised.
+import test from 'ava'
+import fs from 'node:fs'
+import { fairfs, makeFile, tmpPath, bothCallback, bothPromise } from './helpers.mjs'
+
+const cases = () => {
+  const { path } = makeFile(3000)
+  fs.readFileSync(path) // cached
+  const dir = fs.mkdtempSync(tmpPath('dir'))
+  return [[path], [path, 'utf8'], [path, { encoding: 'base64' }], [path, { flag: 'a+' }], [tmpPath('missing')], [dir], [makeFile(0).path]]
+}
+
+for (const fastPath of [true, false]) {
+  test.serial(`fastPath ${fastPath}: same results and errors as node:fs`, async (t) => {
+    fairfs.configure({ fastPath })
+    t.teardown(() => fairfs.configure({ fastPath: true }))
+    const before = fairfs.stats()
+    for (const args of cases()) {
+      const cb = await bothCallback(...args)
+      t.deepEqual(cb.ours, cb.node, JSON.stringify(args))
+      t.true(cb.ours.async, 'callbacks stay asynchronous')
+      const p = await bothPromise(...args)
+      t.deepEqual(p.ours, p.node, JSON.stringify(args))
+    }
+    const hits = fairfs.stats().fastPathHits - before.fastPathHits
+    if (fastPath) t.true(hits > 0 || fairfs.stats().fastPathMisses > before.fastPathMisses, 'the fast path was tried')
+    else t.is(hits, 0, 'the fast path is off')
+    t.is(fairfs.stats().fastPath, fastPath)
+  })
+}
+
+test.serial('on a kernel with openat2 (Linux 5.12+), small cached files are served by the fast path', async (t) => {
+  const { path, data } = makeFile(1000)
+  fs.readFileSync(path)
+  const before = fairfs.stats()
+  t.true((await fairfs.readFile(path)).equals(data))
+  const after = fairfs.stats()
+  const [major, minor] = (await import('node:os')).release().split('.').map(Number)
+  if (major > 5 || (major === 5 && minor >= 12)) {
+    t.is(after.fastPathHits, before.fastPathHits + 1)
+    t.is(after.completed, before.completed, 'the pool was not involved')
+  } else {
+    t.is(after.fastPathMisses, before.fastPathMisses + 1)
+  }
+})
+
+test('configure({ fastPath }) takes a boolean', (t) => {
+  t.throws(() => fairfs.configure({ fastPath: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' })
+})

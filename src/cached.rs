@@ -1,0 +1,103 @@
+//! The cache-hit fast path: a whole small read on the calling thread, done only when
+//! it cannot block.
+//!
+//! A small read through the pool costs two thread hand-offs, far more than its four
+//! syscalls when the file is in the page cache. Here the caller does them itself:
+//! `openat2(RESOLVE_CACHED)`, `fstat`, `preadv2(RWF_NOWAIT)`, `close`. The lookup and
+//! the read fail with `EAGAIN` instead of waiting for the disk, so a cold file never
+//! stalls the caller; any failure, short read or file that is not a small regular
+//! file is a [`Cached::Miss`], and the caller goes through the pool, which gives
+//! the real result or error.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::sys;
+
+/// Hits and misses of the fast path, process-wide.
+pub static HITS: AtomicU64 = AtomicU64::new(0);
+pub static MISSES: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Cached {
+    /// The whole file, read without blocking.
+    Hit(Vec<u8>),
+    /// Not served here; read it through the pool.
+    Miss,
+}
+
+/// Reads `path` (opened with `flags`, which must not create or truncate) if it is a
+/// regular file of 1..=`max_size` bytes whose lookup and data are cached.
+pub fn try_read(path: &CStr, flags: i32, max_size: usize) -> Cached {
+    let result = attempt(path, flags, max_size);
+    let counter = if matches!(result, Cached::Hit(_)) { &HITS } else { &MISSES };
+    counter.fetch_add(1, Ordering::Relaxed);
+    result
+}
+
+#[cfg(target_os = "linux")]
+fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
+    if flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) != 0 {
+        return Cached::Miss;
+    }
+    // O_NONBLOCK: opening a FIFO must not wait for a writer here (the files we
+    // read are regular, where it changes nothing); O_NOCTTY: a tty must not become
+    // the controlling terminal.
+    let Ok(fd) = sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY) else { return Cached::Miss };
+    let result = (|| {
+        let st = sys::fstat(fd).ok()?;
+        let size = usize::try_from(st.size).ok()?;
+        if !st.is_regular || size == 0 || size > max_size {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(size);
+        // A short read means the data is not all cached (or the file changed): let
+        // the pool read it properly.
+        (sys::read_nowait(fd, &mut buf, size).ok()? == size).then_some(buf)
+    })();
+    let _ = sys::close(fd);
+    result.map_or(Cached::Miss, Cached::Hit)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
+    Cached::Miss
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    fn c(p: &std::path::Path) -> CString {
+        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+    }
+
+    #[test]
+    fn cached_small_files_hit_and_everything_else_misses() {
+        let dir = std::env::temp_dir().join(format!("fairfs-cached-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let small = dir.join("small");
+        std::fs::write(&small, b"hello").unwrap();
+        let _ = std::fs::read(&small); // in the page cache now
+        match try_read(&c(&small), libc::O_RDONLY, 1024) {
+            Cached::Hit(data) => assert_eq!(data, b"hello"),
+            // Kernels before 5.12 (or seccomp filters) refuse openat2: the fast path
+            // is then off by nature, and every call must miss cleanly.
+            Cached::Miss => assert!(sys::open_cached(&c(&small), libc::O_RDONLY).is_err()),
+        }
+        assert_eq!(try_read(&c(&small), libc::O_RDONLY, 4), Cached::Miss, "over max_size");
+        assert_eq!(try_read(&c(&dir), libc::O_RDONLY, 1024), Cached::Miss, "a directory");
+        assert_eq!(try_read(&c(&dir.join("missing")), libc::O_RDONLY, 1024), Cached::Miss);
+        assert_eq!(try_read(c"/proc/self/status", libc::O_RDONLY, 1 << 20), Cached::Miss, "size 0");
+        assert_eq!(try_read(&c(&small), libc::O_RDWR, 1024), Cached::Miss, "writable flags");
+        let empty = dir.join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(try_read(&c(&empty), libc::O_RDONLY, 1024), Cached::Miss);
+        // A FIFO without a writer: must miss at once, not wait for a writer.
+        let fifo = dir.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert_eq!(try_read(&c(&fifo), libc::O_RDONLY, 1024), Cached::Miss);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
