@@ -84,6 +84,8 @@ export interface ConfigureOptions {
   nice?: number
   /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
   maxLength?: number
+  /** Read small, fully cached files on the calling thread without blocking (default true). */
+  fastPath?: boolean
 }
 
 /** Changes the pool; invalid values throw and change nothing. */
@@ -101,6 +103,9 @@ export interface Stats {
   nice: number
   readAhead: number
   maxLength: number
+  fastPath: boolean
+  fastPathHits: number
+  fastPathMisses: number
   pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number }
 }
 
