@@ -66,7 +66,9 @@ function start(path, options, done, allowFd) {
     if (fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
       const data = native.readCached(nativePath, flags, kFastPathMax)
       if (data !== null) {
-        process.nextTick(settle, req, data)
+        // A macrotask, like a completion from the pool: a loop of cached reads must
+        // not starve I/O and timers the way a chain of nextTicks would.
+        setImmediate(settle, req, data)
         return
       }
     }

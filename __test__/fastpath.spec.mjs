@@ -48,3 +48,23 @@ test.serial('on a kernel with openat2 (Linux 5.12+), small cached files are serv
 test('configure({ fastPath }) takes a boolean', (t) => {
   t.throws(() => fairfs.configure({ fastPath: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' })
 })
+
+test.serial('a loop of cached reads does not starve timers and I/O', async (t) => {
+  const { path } = makeFile(1000)
+  fs.readFileSync(path)
+  let timerFired = false
+  const timer = setTimeout(() => (timerFired = true), 20)
+  let reads = 0
+  // Each read re-issues the next from its callback, as Node's readfile benchmark does.
+  await new Promise((resolve) => {
+    const next = () => {
+      if (timerFired || reads >= 200_000) return resolve()
+      reads++
+      fairfs.readFile(path, next)
+    }
+    next()
+  })
+  clearTimeout(timer)
+  t.true(timerFired, `the timer never fired during ${reads} reads`)
+  t.true(reads > 0)
+})

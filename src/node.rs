@@ -367,8 +367,7 @@ pub struct BufferStats {
 
 #[napi]
 pub fn stats() -> PoolStats {
-    let pool = global();
-    let s = pool.stats();
+    let s = global().stats();
     PoolStats {
         threads: s.threads as u32,
         queued: s.queued as u32,
@@ -377,8 +376,8 @@ pub fn stats() -> PoolStats {
         cancelled: s.cancelled as f64,
         bytes_read: s.bytes_read as f64,
         chunks_read: s.chunks_read as f64,
-        chunk_size: pool.chunk_size() as u32,
-        nice: pool.nice(),
+        chunk_size: s.chunk_size as u32,
+        nice: s.nice,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {

@@ -71,6 +71,10 @@ pub struct Stats {
     pub bytes_read: u64,
     /// Steps (chunks) run by all requests.
     pub chunks_read: u64,
+    /// The chunk size new requests use.
+    pub chunk_size: usize,
+    /// The nice value workers are asked to run at.
+    pub nice: i32,
 }
 
 struct Entry {
@@ -245,11 +249,6 @@ impl Pool {
         self.lock().chunk_size
     }
 
-    /// The nice value workers are asked to run at.
-    pub fn nice(&self) -> i32 {
-        self.lock().nice
-    }
-
     pub fn stats(&self) -> Stats {
         let state = self.lock();
         Stats {
@@ -260,6 +259,8 @@ impl Pool {
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             bytes_read: self.shared.bytes_read.load(Ordering::Relaxed),
             chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
+            chunk_size: state.chunk_size,
+            nice: state.nice,
         }
     }
 }
