@@ -25,11 +25,15 @@ function start(register) {
   return new Promise((resolve) => child.once('message', ({ port }) => resolve({ child, port })))
 }
 
+/** Downloads the big file over and over until `until`; resolves with the bytes received. */
 function downloadLoop(port, until) {
+  let bytes = 0
   return new Promise((resolve) => {
     const next = () => {
-      if (Date.now() > until) return resolve()
-      http.get({ host: '127.0.0.1', port, path: '/big.bin' }, (res) => res.resume().on('end', next)).on('error', resolve)
+      if (Date.now() > until) return resolve(bytes)
+      http
+        .get({ host: '127.0.0.1', port, path: '/big.bin' }, (res) => res.on('data', (c) => (bytes += c.length)).on('end', next))
+        .on('error', () => resolve(bytes))
     }
     next()
   })
@@ -45,17 +49,19 @@ async function measure(register) {
     duration: seconds,
     requests: Array.from({ length: 100 }, (_, i) => ({ path: `/small-${i}.txt` })),
   })
-  await Promise.all(downloads)
+  const downloaded = (await Promise.all(downloads)).reduce((a, b) => a + b, 0)
   child.kill()
-  return result
+  return { result, mibPerSec: downloaded / 2 ** 20 / seconds }
 }
 
 const rows = []
 for (const [label, register] of [['node:fs', false], ['fairfs.install()', true]]) {
-  const r = await measure(register)
-  rows.push(`| ${label} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.latency.max} | ${r.errors + r.non2xx} |`)
+  const { result: r, mibPerSec } = await measure(register)
+  rows.push(
+    `| ${label} | ${r.requests.average.toFixed(0)} | ${r.latency.p50} | ${r.latency.p99} | ${r.latency.max} | ${r.errors + r.non2xx} | ${mibPerSec.toFixed(0)} |`,
+  )
 }
 console.log(`Small files (1 KiB) while 8 clients download a 256 MiB file, ${seconds} s each, ${os.cpus().length} cores:\n`)
-console.log('| server | small req/s | p50 ms | p99 ms | max ms | errors |')
-console.log('|---|---:|---:|---:|---:|---:|')
+console.log('| server | small req/s | p50 ms | p99 ms | max ms | errors | big downloads MiB/s |')
+console.log('|---|---:|---:|---:|---:|---:|---:|')
 console.log(rows.join('\n'))

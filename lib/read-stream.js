@@ -148,6 +148,7 @@ class ReadStream extends Readable {
 
   _read() {
     this.#wantMore = true
+    this.#drain()
     this.#pump()
   }
 
@@ -189,7 +190,7 @@ class ReadStream extends Readable {
         then()
       }
       if (this.destroyed || gen !== this.#gen) return
-      this.#ready.set(seq, { result, position, size })
+      this.#ready.set(seq, { result, position, size, offset: 0 })
       this.#drain()
       this.#pump()
     })
@@ -205,14 +206,18 @@ class ReadStream extends Readable {
     this.#noMore = false
   }
 
-  /** Pushes finished chunks in order. */
+  /**
+   * Pushes finished blocks in order, as highWaterMark-sized views of the same memory,
+   * until push() reports a full buffer; the rest of a block waits for the next _read,
+   * so one block never floods the event loop with its whole content in one tick.
+   */
   #drain() {
-    while (this.#ready.has(this.#seqPush)) {
-      const { result, position, size } = this.#ready.get(this.#seqPush)
-      this.#ready.delete(this.#seqPush)
-      this.#seqPush++
+    while (this.#wantMore && this.#ready.has(this.#seqPush)) {
+      const block = this.#ready.get(this.#seqPush)
+      const { result, position, size } = block
       if (result === null) return // cancelled: only happens while destroying
       if (!Buffer.isBuffer(result)) {
+        this.#ready.delete(this.#seqPush++)
         if (this.#implicitPosition && result[1] === 'ESPIPE') {
           // A pipe or device opened by path: read at its current position instead.
           this.#positional = false
@@ -224,18 +229,22 @@ class ReadStream extends Readable {
         return
       }
       if (result.length === 0) {
+        this.#ready.delete(this.#seqPush++)
         this.#restart(this.#nextPos)
         this.#noMore = true
         return
       }
-      // A block becomes highWaterMark-sized views of the same memory.
       const hwm = this.readableHighWaterMark
-      for (let off = 0; off < result.length; off += hwm) {
-        const chunk = result.length <= hwm ? result : result.subarray(off, Math.min(off + hwm, result.length))
+      while (block.offset < result.length && this.#wantMore) {
+        const end = Math.min(block.offset + hwm, result.length)
+        const chunk = block.offset === 0 && end === result.length ? result : result.subarray(block.offset, end)
+        block.offset = end
         this.bytesRead += chunk.length
         if (this.pos !== undefined) this.pos += chunk.length
         if (!this.push(chunk)) this.#wantMore = false
       }
+      if (block.offset < result.length) return
+      this.#ready.delete(this.#seqPush++)
       if (this.#positional && result.length < size) {
         // Later chunks were asked for past what the file held then; read on from
         // here, as node:fs does (the file may be growing).
