@@ -13,25 +13,28 @@ const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = requi
 const { invalidArgType, outOfRange, AbortError } = require('./lib/errors')
 const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./lib/read-stream')
 
+/**
+ * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome
+ * that arrives after an abort ends as aborted: from the caller's side the read was
+ * still in flight, as node:fs's would be.
+ */
+function interpret(result, encoding, signal, path) {
+  if (result === null || (signal?.aborted && Buffer.isBuffer(result))) {
+    return [new AbortError(undefined, signal ? { cause: signal.reason } : undefined)]
+  }
+  if (!Buffer.isBuffer(result)) return [nativeError(result, path)]
+  if (!encoding) return [null, result]
+  try {
+    return [null, result.toString(encoding)]
+  } catch (err) {
+    return [err]
+  }
+}
+
 function settle(req, result) {
   if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
-  // Aborted before the result reached JS: from the caller's side the read was
-  // still in flight, so it ends as aborted, as node:fs's would.
-  if (result === null || (req.signal?.aborted && Buffer.isBuffer(result))) {
-    return req.done(new AbortError(undefined, req.signal ? { cause: req.signal.reason } : undefined))
-  }
-  if (Buffer.isBuffer(result)) {
-    let data = result
-    if (req.encoding) {
-      try {
-        data = result.toString(req.encoding)
-      } catch (err) {
-        return req.done(err)
-      }
-    }
-    return req.done(null, data)
-  }
-  return req.done(nativeError(result, req.path))
+  const [err, data] = interpret(result, req.encoding, req.signal, req.path)
+  return err ? req.done(err) : req.done(null, data)
 }
 
 /**
@@ -167,17 +170,7 @@ function readStringPaths(list, options, settleAll, resolve, reject) {
     if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
     const results = new Array(outcomes.length)
     for (let i = 0; i < outcomes.length; i++) {
-      const outcome = outcomes[i]
-      let err = null
-      let value = outcome
-      if (!Buffer.isBuffer(outcome)) err = outcome === null ? new AbortError() : nativeError(outcome, list[i])
-      else if (encoding) {
-        try {
-          value = outcome.toString(encoding)
-        } catch (e) {
-          err = e
-        }
-      }
+      const [err, value] = interpret(outcomes[i], encoding, undefined, list[i])
       if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value }
       else if (err) return reject(err)
       else results[i] = value
