@@ -159,12 +159,18 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
 /// Registers a request from this environment and submits the job `make` builds
 /// around its delivery callback.
 fn submit(env: &Env, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<u32> {
+    submit_jobs(env, |deliver| vec![make(deliver)])
+}
+
+/// Registers one request whose outcome is delivered once, through the callback
+/// `make` receives, and submits the jobs `make` builds for it.
+fn submit_jobs(env: &Env, make: impl FnOnce(Deliver) -> Vec<Box<dyn Job>>) -> Result<u32> {
     let st = state(env)?;
     let id = st.next_id;
     st.next_id = st.next_id.wrapping_add(1);
     let sink = st.sink.clone();
-    let ticket = global().submit(make(Box::new(move |delivered| sink.deliver(id, delivered))));
-    st.pending.insert(id, vec![ticket]);
+    let tickets = global().submit_many(make(Box::new(move |delivered| sink.deliver(id, delivered))));
+    st.pending.insert(id, tickets);
     set_referenced(env, st, true)?;
     Ok(id)
 }
@@ -230,33 +236,25 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
         .map(|p| CString::new(p).map(|path| Source::Path { path, flags, mode }))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
-    let st = state(&env)?;
-    let id = st.next_id;
-    st.next_id = st.next_id.wrapping_add(1);
-    let sink = st.sink.clone();
-    let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
-    if sources.is_empty() {
-        deliver(Delivered::Batch(Vec::new()));
-        st.pending.insert(id, Vec::new());
-        set_referenced(&env, st, true)?;
-        return Ok(id);
-    }
-    let batch = Arc::new(BatchSlots {
-        slots: Mutex::new((0..sources.len()).map(|_| None).collect()),
-        left: std::sync::atomic::AtomicUsize::new(sources.len()),
-        deliver: Mutex::new(Some(deliver)),
-    });
-    let jobs = sources
-        .into_iter()
-        .enumerate()
-        .map(|(i, source)| {
-            let batch = batch.clone();
-            Box::new(ReadFileJob::new(source, limits, move |outcome| batch.fill(i, outcome))) as Box<dyn Job>
-        })
-        .collect();
-    st.pending.insert(id, global().submit_many(jobs));
-    set_referenced(&env, st, true)?;
-    Ok(id)
+    submit_jobs(&env, |deliver| {
+        if sources.is_empty() {
+            deliver(Delivered::Batch(Vec::new()));
+            return Vec::new();
+        }
+        let batch = Arc::new(BatchSlots {
+            slots: Mutex::new((0..sources.len()).map(|_| None).collect()),
+            left: std::sync::atomic::AtomicUsize::new(sources.len()),
+            deliver: Mutex::new(Some(deliver)),
+        });
+        sources
+            .into_iter()
+            .enumerate()
+            .map(|(i, source)| {
+                let batch = batch.clone();
+                Box::new(ReadFileJob::new(source, limits, move |outcome| batch.fill(i, outcome))) as Box<dyn Job>
+            })
+            .collect()
+    })
 }
 
 /// The fast path: reads `path` right here if it is a small regular file whose lookup
