@@ -18,6 +18,7 @@ pub mod chunk;
 mod errno_table;
 pub mod error;
 mod loom;
+pub mod parts;
 pub mod pool;
 pub mod read;
 pub mod request;
@@ -31,6 +32,6 @@ pub use buffer_pool::BufferPool;
 pub use error::{FsError, ReadError, Syscall};
 #[cfg(not(fairfs_loom))]
 pub use pool::global;
-pub use pool::{Job, Pool, Stats, Step, Ticket};
+pub use pool::{Job, Piece, Pool, Stats, Step, Ticket};
 pub use read::{FileRead, Progress, ReadLimits, Source};
 pub use request::{read_blocking, submit_read, OnceJob, Outcome};

@@ -37,10 +37,35 @@ pub struct Step {
     pub done: bool,
 }
 
+/// A part of a job that one worker runs while the job itself is back in the queue,
+/// so that several workers can serve one request at once.
+pub struct Piece {
+    /// Bytes it will read, charged to the job's deficit when it is handed out.
+    bytes: usize,
+    /// Does the work, once; returns the bytes actually read. The pool counts them
+    /// before it drops the piece, so a job that waits for its pieces to be dropped
+    /// finds them counted.
+    run: Box<dyn FnMut() -> usize + Send>,
+}
+
+impl Piece {
+    pub fn new(bytes: usize, run: impl FnMut() -> usize + Send + 'static) -> Piece {
+        Piece { bytes, run: Box::new(run) }
+    }
+}
+
 /// Work the pool can run one step at a time.
 pub trait Job: Send + 'static {
     /// Runs one step (one chunk). Never called again after it reports `done`.
     fn step(&mut self) -> Step;
+    /// Hands out a piece of the job for this worker to run while the job goes back
+    /// in the queue for other workers; `None` runs [`Job::step`] instead. Called on a
+    /// checked-out job before each step, so it must be quick (no I/O). A job must not
+    /// need its pieces to finish before it can be cancelled or completed, other than
+    /// by waiting for pieces already running.
+    fn split(&mut self) -> Option<Piece> {
+        None
+    }
     /// Delivers the result. Called once, after a step reported `done`.
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
@@ -342,6 +367,10 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, 
         finish_cancelled(shared, flow.item);
         return None;
     }
+    if let Some(piece) = flow.item.job.split() {
+        run_piece(shared, flow, piece);
+        return None;
+    }
     let step = flow.item.job.step();
     shared.active.fetch_sub(1, Ordering::Relaxed);
     shared.bytes_read.fetch_add(step.bytes as u64, Ordering::Relaxed);
@@ -353,6 +382,29 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, 
     } else {
         Some((flow, step.bytes))
     }
+}
+
+/// Puts the job back in the queue, charged the piece's bytes, so that the next
+/// worker can take the next piece, then runs the piece.
+fn run_piece(shared: &Shared, flow: Flow<Entry>, piece: Piece) {
+    let mut state = lock(shared);
+    if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
+        drop(state);
+        // The piece goes first: releasing the job waits for its pieces.
+        drop(piece);
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        finish_cancelled(shared, flow.item);
+        return;
+    }
+    state.queue.put_back(flow, piece.bytes);
+    drop(state);
+    shared.work_ready.notify_one();
+    let mut piece = piece;
+    let bytes = (piece.run)();
+    shared.active.fetch_sub(1, Ordering::Relaxed);
+    shared.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
+    shared.chunks_read.fetch_add(1, Ordering::Relaxed);
+    drop(piece);
 }
 
 fn finish_cancelled(shared: &Shared, entry: Entry) {
@@ -469,6 +521,84 @@ mod tests {
         assert!(events.len() <= 2, "ran {events:?} after cancel");
     }
 
+    /// A job whose pieces each wait (up to 5 s) for another piece to be running, and
+    /// record how many ran at once.
+    struct SplitJob {
+        pieces: usize,
+        running: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+        /// Pieces handed out and not yet dropped; the job ends only after they are.
+        in_flight: Arc<AtomicUsize>,
+        log: mpsc::Sender<(&'static str, &'static str)>,
+    }
+
+    /// Counts a piece in flight until it is dropped, as a `Part` does.
+    struct InFlight(Arc<AtomicUsize>);
+
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Drop for SplitJob {
+        fn drop(&mut self) {
+            while self.in_flight.load(Ordering::SeqCst) > 0 {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    impl Job for SplitJob {
+        fn split(&mut self) -> Option<Piece> {
+            if self.pieces == 0 {
+                return None;
+            }
+            self.pieces -= 1;
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
+            let held = InFlight(self.in_flight.clone());
+            let (running, most) = (self.running.clone(), self.most.clone());
+            Some(Piece::new(10, move || {
+                let _ = &held;
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                while most.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                running.fetch_sub(1, Ordering::SeqCst);
+                10
+            }))
+        }
+        fn step(&mut self) -> Step {
+            Step { bytes: 10, done: true }
+        }
+        fn complete(self: Box<Self>) {
+            let log = self.log.clone();
+            drop(self);
+            log.send(("split", "complete")).unwrap();
+        }
+        fn cancel(self: Box<Self>) {
+            let log = self.log.clone();
+            drop(self);
+            log.send(("split", "cancel")).unwrap();
+        }
+    }
+
+    #[test]
+    fn pieces_of_one_job_run_on_several_workers_at_once() {
+        let pool = Pool::new(2, 10);
+        let (tx, rx) = mpsc::channel();
+        let most = Arc::new(AtomicUsize::new(0));
+        let job =
+            SplitJob { pieces: 4, running: Arc::default(), most: most.clone(), in_flight: Arc::default(), log: tx };
+        pool.submit(Box::new(job));
+        assert_eq!(recv(&rx), ("split", "complete"));
+        assert_eq!(most.load(Ordering::SeqCst), 2, "pieces ran one at a time");
+        let stats = pool.stats();
+        assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (1, 5, 50));
+    }
+
     #[test]
     fn pool_grows_and_shrinks_while_working() {
         let pool = Pool::new(4, 100);
@@ -549,6 +679,59 @@ mod loom_tests {
             drop(pool);
             let e = ended.load(Ordering::SeqCst);
             assert!(e == 1 || e == 2, "ended {e}");
+        });
+    }
+
+    /// A job that reads three one-byte parts of /dev/zero, handing out all but the
+    /// last to other workers ([`crate::parts`]).
+    struct PartsProbe {
+        parts: Option<crate::parts::Parts>,
+        _file: std::fs::File,
+        ended: Arc<AtomicUsize>,
+    }
+
+    impl PartsProbe {
+        fn new(ended: &Arc<AtomicUsize>) -> Box<PartsProbe> {
+            use std::os::fd::AsRawFd;
+            let file = std::fs::File::open("/dev/zero").unwrap();
+            let buf = crate::buffer_pool::PooledBytes::unpooled(Vec::with_capacity(3));
+            let parts = crate::parts::Parts::new(file.as_raw_fd(), buf, 3);
+            Box::new(PartsProbe { parts: Some(parts), _file: file, ended: ended.clone() })
+        }
+    }
+
+    impl Job for PartsProbe {
+        fn split(&mut self) -> Option<Piece> {
+            let parts = self.parts.as_mut().filter(|p| p.unclaimed() > 1)?;
+            let mut part = parts.claim(1)?;
+            Some(Piece::new(1, move || part.read()))
+        }
+        fn step(&mut self) -> Step {
+            let parts = self.parts.as_mut().unwrap();
+            let bytes = parts.claim(1).map_or(0, |mut p| p.read());
+            Step { bytes, done: !parts.has_more() }
+        }
+        fn complete(mut self: Box<Self>) {
+            assert_eq!(self.parts.take().unwrap().finish().unwrap(), vec![0u8; 3]);
+            self.ended.fetch_add(1, Ordering::SeqCst);
+        }
+        fn cancel(mut self: Box<Self>) {
+            drop(self.parts.take()); // waits for parts in flight
+            self.ended.fetch_add(2, Ordering::SeqCst);
+        }
+    }
+
+    /// Two workers share one job's parts while it is cancelled: it ends exactly
+    /// once, nothing deadlocks, and a completed result has every byte.
+    #[test]
+    fn loom_parts_of_one_job_on_two_workers_with_cancel() {
+        loom::model(|| {
+            let pool = Pool::new(2, 1);
+            let ended = Arc::new(AtomicUsize::new(0));
+            let ticket = pool.submit(PartsProbe::new(&ended));
+            pool.cancel(&ticket);
+            drop(pool);
+            assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
         });
     }
 

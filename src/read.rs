@@ -12,15 +12,21 @@
 //! * Anything else (size 0, pipes, FIFOs, `/proc`, character devices) is read until EOF.
 //! * No single read asks for more than `chunk_size` bytes, and never 2^31 or more.
 //!
-//! Each [`FileRead::step`] does at most one read system call, so the scheduler can
-//! interleave requests chunk by chunk. The first step also opens and stats, so a
-//! small file completes in one step: open, fstat, read, close on one pool thread.
+//! Each [`FileRead::step`] reads at most one chunk, so the scheduler can interleave
+//! requests chunk by chunk. The first step also opens and stats, so a small file
+//! completes in one step: open, fstat, read, close on one pool thread.
+//!
+//! A file we opened whose size is known and spans several chunks is read in
+//! [`Parts`]: [`FileRead::split`] hands the next chunk to another worker while the
+//! read stays queued, so several workers can read one big file at once, each with
+//! `pread` at its own offset.
 
 use std::ffi::CString;
 use std::os::fd::RawFd;
 
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
+use crate::parts::{Part, Parts};
 use crate::sys;
 
 /// The largest read we ever ask the kernel for: Linux caps reads just below 2 GiB
@@ -93,12 +99,18 @@ struct OpenFile {
     buf: PooledBytes,
     /// The fstat size of a regular file; `None` reads until EOF.
     expected: Option<usize>,
+    /// For a file we opened of known size over one chunk: the chunks handed out so
+    /// far, which other workers may be reading. The buffer lives in here then.
+    parts: Option<Parts>,
 }
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
         // Failed and cancelled reads end here: the fd is closed and the buffer freed
-        // as soon as the read is dropped. A close error has nobody left to report to.
+        // as soon as the read is dropped, once parts that other workers are reading
+        // are done with them (at most a chunk each). A close error has nobody left
+        // to report to.
+        drop(self.parts.take());
         if self.owned {
             let _ = sys::close(self.fd);
         }
@@ -137,6 +149,12 @@ impl FileRead {
         let State::Reading(file) = &mut self.state else {
             return Ok(Progress::Done { bytes: 0 });
         };
+        if let Some(parts) = &mut file.parts {
+            // The next chunk, read here. Once none is left to hand out, `finish`
+            // waits for those other workers are reading and reports their errors.
+            let bytes = parts.claim(self.limits.chunk_size).map_or(0, |mut p| p.read());
+            return Ok(if parts.has_more() { Progress::More { bytes } } else { Progress::Done { bytes } });
+        }
         let filled = file.buf.len();
         let (want, offset) = match file.expected {
             Some(size) => (self.limits.chunk_size.min(size - filled), file.owned.then_some(filled as u64)),
@@ -162,12 +180,26 @@ impl FileRead {
         Ok(if complete { Progress::Done { bytes: n } } else { Progress::More { bytes: n } })
     }
 
+    /// Hands out the next chunk of a file read in parts, for another worker to read
+    /// while this read goes on; `None` when there is none to spare. The last chunk
+    /// is always left to [`FileRead::step`].
+    pub fn split(&mut self) -> Option<Part> {
+        let State::Reading(OpenFile { parts: Some(parts), .. }) = &mut self.state else { return None };
+        if parts.unclaimed() <= self.limits.chunk_size {
+            return None;
+        }
+        parts.claim(self.limits.chunk_size)
+    }
+
     /// Closes the fd if we opened it and returns the bytes read.
     /// Call after [`FileRead::step`] returned [`Progress::Done`].
     pub fn finish(mut self) -> Result<PooledBytes, ReadError> {
         match std::mem::replace(&mut self.state, State::Finished) {
             State::Reading(mut file) => {
-                let buf = std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()));
+                let buf = match file.parts.take() {
+                    Some(parts) => parts.finish()?,
+                    None => std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new())),
+                };
                 if file.owned {
                     file.owned = false; // closed here, so its Drop must not close again
                     sys::close(file.fd)?;
@@ -185,7 +217,7 @@ fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
         Source::Fd(fd) => (fd, false),
     };
     // From here on the fd is in `file`, whose Drop closes it on any error.
-    let mut file = OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None };
+    let mut file = OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None, parts: None };
     let st = sys::fstat(fd)?;
     if st.is_regular && st.size > 0 {
         if st.size > limits.max_length {
@@ -200,6 +232,10 @@ fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
             _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
         }
         file.expected = Some(size);
+        if owned && size > limits.chunk_size {
+            let buf = std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()));
+            file.parts = Some(Parts::new(fd, buf, size));
+        }
     }
     Ok(file)
 }

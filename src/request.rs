@@ -3,7 +3,7 @@
 
 use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
-use crate::pool::{Job, Pool, Step, Ticket};
+use crate::pool::{Job, Piece, Pool, Step, Ticket};
 use crate::read::{FileRead, Progress, ReadLimits, Source};
 
 /// What a read delivers: the bytes (returned to their pool when dropped), or why
@@ -33,6 +33,11 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
                 Step { bytes: 0, done: true }
             }
         }
+    }
+
+    fn split(&mut self) -> Option<Piece> {
+        let mut part = self.read.split()?;
+        Some(Piece::new(part.len(), move || part.read()))
     }
 
     fn complete(self: Box<Self>) {
@@ -109,5 +114,35 @@ where
 
     fn cancel(self: Box<Self>) {
         (self.on_done)(None);
+    }
+}
+
+#[cfg(all(test, not(fairfs_loom)))]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn big_files_read_through_the_pool_in_parts_are_whole() {
+        let pool = Pool::new(4, 4096);
+        let dir = std::env::temp_dir().join(format!("fairfs-request-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for len in [4096usize, 4097, 100_000, 1_048_576 + 3] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 13 % 241) as u8).collect();
+            let p = dir.join(format!("{len}"));
+            std::fs::write(&p, &data).unwrap();
+            let path = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            let source = Source::Path { path, flags: libc::O_RDONLY, mode: 0 };
+            let limits = ReadLimits { chunk_size: 4096, ..Default::default() };
+            let before = pool.stats().chunks_read;
+            assert_eq!(read_blocking(&pool, source, limits).unwrap(), data, "len {len}");
+            assert_eq!(
+                pool.stats().chunks_read - before,
+                len.div_ceil(4096) as u64,
+                "one pool step or piece per chunk"
+            );
+            assert_eq!(crate::read::tests::fds_open_on(&p), 0);
+        }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -4,6 +4,7 @@
 //! `EINTR` and turns a failure into an [`FsError`] naming the syscall as node:fs does.
 
 use std::ffi::CStr;
+use std::mem::MaybeUninit;
 use std::os::fd::RawFd;
 
 use crate::error::{FsError, Syscall};
@@ -69,9 +70,18 @@ pub fn close(fd: RawFd) -> Result<(), FsError> {
 pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) -> Result<usize, FsError> {
     let spare = buf.spare_capacity_mut();
     let len = len.min(spare.len());
-    let ptr = spare.as_mut_ptr().cast::<libc::c_void>();
-    // SAFETY: `ptr` points at `len` writable bytes of `buf`'s spare capacity, which
-    // nothing else aliases while `buf` is mutably borrowed here.
+    let n = read_uninit(fd, &mut spare[..len], offset)?;
+    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// One `read` (or `pread` at `offset`) into `dst`, which may be uninitialised.
+/// Returns how many of its first bytes the kernel filled; 0 means end of file.
+pub fn read_uninit(fd: RawFd, dst: &mut [MaybeUninit<u8>], offset: Option<u64>) -> Result<usize, FsError> {
+    let (ptr, len) = (dst.as_mut_ptr().cast::<libc::c_void>(), dst.len());
+    // SAFETY: `ptr` points at `len` writable bytes that nothing else aliases while
+    // `dst` is mutably borrowed here; the kernel writes at most `len` of them.
     let n = retry(
         Syscall::Read,
         || unsafe {
@@ -81,10 +91,8 @@ pub fn read_into(fd: RawFd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) 
             }
         },
         |n| *n < 0,
-    )? as usize;
-    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n) };
-    Ok(n)
+    )?;
+    Ok(n as usize)
 }
 
 /// Sets the calling thread's nice value (Linux applies `setpriority` on a thread id
