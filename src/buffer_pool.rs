@@ -22,6 +22,8 @@
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Smallest pooled size: below this, copying is as cheap as pooling.
+/// Buffers from this size on ask for transparent huge pages.
+const HUGE_FROM: usize = 4 << 20;
 pub const MIN_CLASS: usize = 4 * 1024;
 /// Largest pooled size.
 pub const MAX_CLASS: usize = 64 * 1024 * 1024;
@@ -134,7 +136,11 @@ impl BufferPool {
             }
             None => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
-                Vec::with_capacity(class.size)
+                let mut v: Vec<u8> = Vec::with_capacity(class.size);
+                if class.size >= HUGE_FROM {
+                    crate::sys::advise_huge_pages(v.spare_capacity_mut());
+                }
+                v
             }
         }
     }

@@ -154,3 +154,20 @@ pub fn read_nowait(fd: RawFd, buf: &mut Vec<u8>, len: usize) -> Result<usize, Fs
     unsafe { buf.set_len(buf.len() + n as usize) };
     Ok(n as usize)
 }
+
+/// Asks the kernel to back the 2 MiB-aligned part of `mem` with transparent huge
+/// pages (where THP is set to `madvise`): 512× fewer page faults on first touch and
+/// fewer TLB misses while the kernel copies file data into it. Advice only.
+#[cfg(target_os = "linux")]
+pub fn advise_huge_pages(mem: &mut [MaybeUninit<u8>]) {
+    const HUGE: usize = 2 << 20;
+    let start = (mem.as_ptr() as usize).next_multiple_of(HUGE);
+    let end = (mem.as_ptr() as usize + mem.len()) & !(HUGE - 1);
+    if end > start {
+        // SAFETY: [start, end) lies inside `mem`; MADV_HUGEPAGE changes no contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn advise_huge_pages(_mem: &mut [MaybeUninit<u8>]) {}
