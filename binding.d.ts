@@ -48,6 +48,11 @@ export interface PoolStats {
   chunksRead: number
   chunkSize: number
   nice: number
+  /**
+   * Big files read at once: all cores but one, at least one (a lone big file may
+   * still use every thread).
+   */
+  largeLimit: number
   /** Reads served by the fast path, and tries that fell back to the pool. */
   fastPathHits: number
   fastPathMisses: number

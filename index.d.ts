@@ -101,6 +101,8 @@ export interface Stats {
   chunksRead: number
   chunkSize: number
   nice: number
+  /** Big files read at once: the machine's cores minus one, at least one. */
+  largeLimit: number
   readAhead: number
   maxLength: number
   fastPath: boolean

@@ -1,13 +1,18 @@
 // configure() and stats(): the pool is resizable at runtime, bad values change nothing.
+import os from 'node:os'
 import test from 'ava'
 import { fairfs, makeFile } from './helpers.mjs'
+
+/** What largeLimit must be: one core left to the event loop and libuv, at least one. */
+const expectedLargeLimit = (threads) => Math.max(1, Math.min(threads, os.availableParallelism() - 1))
 
 test.serial('stats() reports the pool and counts reads', async (t) => {
   const { path } = makeFile(3 * 512 * 1024 + 10)
   const before = fairfs.stats()
-  for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize']) {
+  for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize', 'largeLimit']) {
     t.is(typeof before[key], 'number', key)
   }
+  t.is(before.largeLimit, expectedLargeLimit(before.threads))
   await fairfs.readFile(path)
   const after = fairfs.stats()
   t.is(after.completed, before.completed + 1)
@@ -21,9 +26,9 @@ test.serial('configure() resizes the pool while reads are in flight', async (t) 
   const files = Array.from({ length: 20 }, () => makeFile(2 * 1024 * 1024))
   const reads = files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))
   fairfs.configure({ threads: 1 })
-  t.is(fairfs.stats().threads, 1)
+  t.like(fairfs.stats(), { threads: 1, largeLimit: 1 })
   fairfs.configure({ threads: 8, chunkSize: 64 * 1024 })
-  t.like(fairfs.stats(), { threads: 8, chunkSize: 64 * 1024 })
+  t.like(fairfs.stats(), { threads: 8, chunkSize: 64 * 1024, largeLimit: expectedLargeLimit(8) })
   t.deepEqual(await Promise.all(reads), files.map(() => true))
   fairfs.configure({ threads: 4, chunkSize: 512 * 1024 })
   t.like(fairfs.stats(), { threads: 4, chunkSize: 512 * 1024 })

@@ -348,6 +348,9 @@ pub struct PoolStats {
     pub chunks_read: f64,
     pub chunk_size: u32,
     pub nice: i32,
+    /// Big files read at once: all cores but one, at least one (a lone big file may
+    /// still use every thread).
+    pub large_limit: u32,
     /// Reads served by the fast path, and tries that fell back to the pool.
     pub fast_path_hits: f64,
     pub fast_path_misses: f64,
@@ -376,6 +379,7 @@ pub fn stats() -> PoolStats {
         chunks_read: s.chunks_read as f64,
         chunk_size: s.chunk_size as u32,
         nice: s.nice,
+        large_limit: s.large_limit as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {

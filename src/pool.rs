@@ -66,6 +66,11 @@ pub trait Job: Send + 'static {
     fn split(&mut self) -> Option<Piece> {
         None
     }
+    /// Whether this job copies more than one chunk (a big file): at most
+    /// [`large_limit`] of these are read at once.
+    fn is_large(&self) -> bool {
+        false
+    }
     /// Delivers the result. Called once, after a step reported `done`.
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
@@ -100,12 +105,29 @@ pub struct Stats {
     pub chunk_size: usize,
     /// The nice value workers are asked to run at.
     pub nice: i32,
+    /// Big files read at once: one core is left to the event loop and libuv's
+    /// threads ([`large_limit`]); a lone big file may still use every worker.
+    pub large_limit: usize,
 }
 
 struct Entry {
     id: u64,
     cancelled: Arc<AtomicBool>,
     job: Box<dyn Job>,
+}
+
+/// How many big files the pool reads at once with `threads` workers: all but one of
+/// the machine's cores, at least one. Reading a cached file is copying memory, and on
+/// a small machine each worker copying at the same time takes CPU, memory bandwidth
+/// and cache from the event loop and libuv's threads: on the README's 2-core machine,
+/// with ten 16 MiB readers next to a zlib loop, 4 workers left zlib 23% of its speed,
+/// 4 workers at nice 19 or even `SCHED_IDLE` 27–31%, and 1 worker 64–74%, with no
+/// fewer reads. Priority does not give the core back; leaving it free does.
+/// A lone big file may still be split over every worker, where nothing else waits,
+/// and small files (syscalls more than copying) may use every worker.
+pub fn large_limit(threads: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    threads.min(cores.saturating_sub(1)).max(1)
 }
 
 /// State under the pool's lock.
@@ -116,6 +138,14 @@ struct State {
     target_threads: usize,
     /// Workers that have started and not yet exited.
     live_threads: usize,
+    /// Workers running a step or piece right now.
+    busy: usize,
+    /// Workers running a step or piece of a large job right now.
+    large_busy: usize,
+    /// How many may, unless they help with a lone request ([`large_limit`]).
+    large_limit: usize,
+    /// The request last put back was split, so more workers may help with it.
+    split_waiting: bool,
     /// The chunk size new requests use, also the DRR quantum.
     chunk_size: usize,
     /// The nice value workers should run at; each worker applies changes itself.
@@ -123,6 +153,23 @@ struct State {
     next_id: u64,
     /// Set by `Drop`: workers exit and queued jobs are cancelled.
     shutdown: bool,
+}
+
+impl State {
+    /// Whether a free worker may check out a large job: within the limit, or to help
+    /// with a lone request that is being split.
+    fn large_ok(&self) -> bool {
+        self.large_busy < self.large_limit || (self.split_waiting && self.queue.len() == 1)
+    }
+
+    /// Checks out the next request a free worker may read now.
+    fn take(&mut self) -> Option<Flow<Entry>> {
+        if self.large_ok() {
+            self.queue.pop()
+        } else {
+            self.queue.pop_where(|e| !e.job.is_large())
+        }
+    }
 }
 
 struct Shared {
@@ -159,6 +206,10 @@ impl Pool {
                 queue: FairQueue::new(chunk_size),
                 target_threads: 0,
                 live_threads: 0,
+                busy: 0,
+                large_busy: 0,
+                large_limit: 1,
+                split_waiting: false,
                 chunk_size,
                 nice: DEFAULT_NICE,
                 next_id: 0,
@@ -207,6 +258,7 @@ impl Pool {
             state.queue.push(Entry { id, cancelled: cancelled.clone(), job });
             tickets.push(Ticket { id, cancelled });
         }
+        state.split_waiting = false;
         drop(state);
         // Workers pass the baton on while work remains, so one wake-up is enough.
         self.shared.work_ready.notify_one();
@@ -253,6 +305,7 @@ impl Pool {
         let Some(threads) = threads else { return };
         let threads = threads.max(1);
         state.target_threads = threads;
+        state.large_limit = large_limit(threads);
         let missing = threads.saturating_sub(state.live_threads);
         state.live_threads += missing;
         drop(state);
@@ -286,6 +339,7 @@ impl Pool {
             chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
             chunk_size: state.chunk_size,
             nice: state.nice,
+            large_limit: state.large_limit,
         }
     }
 }
@@ -327,7 +381,8 @@ fn worker(shared: Arc<Shared>) {
             state.live_threads -= 1;
             return;
         }
-        let Some(flow) = state.queue.pop() else {
+        let flow = state.take();
+        let Some(flow) = flow else {
             let (guard, wait) = shared.work_ready.wait_timeout(state, IDLE_AFTER).unwrap_or_else(|p| p.into_inner());
             state = guard;
             if let Some(hook) = shared.idle_hook.filter(|_| wait.timed_out() && state.queue.is_empty()) {
@@ -338,13 +393,27 @@ fn worker(shared: Arc<Shared>) {
             continue;
         };
         shared.active.fetch_add(1, Ordering::Relaxed);
+        state.busy += 1;
+        let large = flow.item.job.is_large();
+        state.large_busy += large as usize;
         // More waiting than this worker takes: wake one more, which does the same.
-        if !state.queue.is_empty() {
+        if !state.queue.is_empty() && state.busy < state.target_threads {
             shared.work_ready.notify_one();
         }
+        // Split a request only for workers that would otherwise have nothing to do:
+        // with other requests waiting, each worker serving its own is as fast, and no
+        // request waits at its end for a piece another (preempted) worker is slow to
+        // finish.
+        let may_split = state.queue.is_empty() && state.busy < state.target_threads;
         drop(state);
-        let requeue = run_one_step(&shared, flow);
+        let requeue = run_one_step(&shared, flow, may_split);
         state = lock(&shared);
+        state.busy -= 1;
+        state.large_busy -= large as usize;
+        if large && !state.queue.is_empty() {
+            // A worker may be waiting for a large job's turn.
+            shared.work_ready.notify_one();
+        }
         if let Some((flow, bytes)) = requeue {
             if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
                 drop(state);
@@ -354,20 +423,21 @@ fn worker(shared: Arc<Shared>) {
                 // No wake-up here: this worker takes the next request itself and
                 // passes the baton on if more are waiting.
                 state.queue.put_back(flow, bytes);
+                state.split_waiting = false;
             }
         }
     }
 }
 
-/// Runs one step of a checked-out request outside the lock. Returns it with the
-/// bytes read if it has more to do.
-fn run_one_step(shared: &Shared, mut flow: Flow<Entry>) -> Option<(Flow<Entry>, usize)> {
+/// Runs one step (or piece) of a checked-out request outside the lock. Returns the
+/// request with the bytes read if it has more to do, and the bytes read.
+fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Option<(Flow<Entry>, usize)> {
     if flow.item.cancelled.load(Ordering::Acquire) {
         shared.active.fetch_sub(1, Ordering::Relaxed);
         finish_cancelled(shared, flow.item);
         return None;
     }
-    if let Some(piece) = flow.item.job.split() {
+    if let Some(piece) = may_split.then(|| flow.item.job.split()).flatten() {
         run_piece(shared, flow, piece);
         return None;
     }
@@ -397,8 +467,12 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, piece: Piece) {
         return;
     }
     state.queue.put_back(flow, piece.bytes);
+    state.split_waiting = true;
+    let wake = state.busy < state.target_threads;
     drop(state);
-    shared.work_ready.notify_one();
+    if wake {
+        shared.work_ready.notify_one();
+    }
     let mut piece = piece;
     let bytes = (piece.run)();
     shared.active.fetch_sub(1, Ordering::Relaxed);
@@ -521,8 +595,9 @@ mod tests {
         assert!(events.len() <= 2, "ran {events:?} after cancel");
     }
 
-    /// A job whose pieces each wait (up to 5 s) for another piece to be running, and
-    /// record how many ran at once.
+    /// A job of `pieces` units of work, handed out to other workers by `split` or
+    /// run by `step` like the parts of a file. Each unit waits (up to 5 s) for another
+    /// to be running, and records how many ran at once.
     struct SplitJob {
         pieces: usize,
         running: Arc<AtomicUsize>,
@@ -530,6 +605,18 @@ mod tests {
         /// Pieces handed out and not yet dropped; the job ends only after they are.
         in_flight: Arc<AtomicUsize>,
         log: mpsc::Sender<(&'static str, &'static str)>,
+    }
+
+    /// One unit of a `SplitJob`'s work.
+    fn unit(running: &AtomicUsize, most: &AtomicUsize) -> usize {
+        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(now, Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while most.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        running.fetch_sub(1, Ordering::SeqCst);
+        10
     }
 
     /// Counts a piece in flight until it is dropped, as a `Part` does.
@@ -551,8 +638,8 @@ mod tests {
 
     impl Job for SplitJob {
         fn split(&mut self) -> Option<Piece> {
-            if self.pieces == 0 {
-                return None;
+            if self.pieces <= 1 {
+                return None; // the last unit is for `step`
             }
             self.pieces -= 1;
             self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -560,18 +647,12 @@ mod tests {
             let (running, most) = (self.running.clone(), self.most.clone());
             Some(Piece::new(10, move || {
                 let _ = &held;
-                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                let deadline = std::time::Instant::now() + Duration::from_secs(5);
-                while most.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                running.fetch_sub(1, Ordering::SeqCst);
-                10
+                unit(&running, &most)
             }))
         }
         fn step(&mut self) -> Step {
-            Step { bytes: 10, done: true }
+            self.pieces -= 1;
+            Step { bytes: unit(&self.running, &self.most), done: self.pieces == 0 }
         }
         fn complete(self: Box<Self>) {
             let log = self.log.clone();
@@ -591,12 +672,56 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let most = Arc::new(AtomicUsize::new(0));
         let job =
-            SplitJob { pieces: 4, running: Arc::default(), most: most.clone(), in_flight: Arc::default(), log: tx };
+            SplitJob { pieces: 5, running: Arc::default(), most: most.clone(), in_flight: Arc::default(), log: tx };
         pool.submit(Box::new(job));
         assert_eq!(recv(&rx), ("split", "complete"));
         assert_eq!(most.load(Ordering::SeqCst), 2, "pieces ran one at a time");
         let stats = pool.stats();
         assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (1, 5, 50));
+    }
+
+    /// A `FakeJob` that counts as a big file.
+    struct Large(FakeJob);
+
+    impl Job for Large {
+        fn step(&mut self) -> Step {
+            self.0.step()
+        }
+        fn complete(self: Box<Self>) {
+            Box::new(self.0).complete()
+        }
+        fn cancel(self: Box<Self>) {
+            Box::new(self.0).cancel()
+        }
+        fn is_large(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn large_jobs_beyond_the_limit_wait_while_small_ones_go_ahead() {
+        let pool = Pool::new(3, 100);
+        lock(&pool.shared).large_limit = 1;
+        let (tx, rx) = mpsc::channel();
+        let (open_a, gate_a) = mpsc::channel();
+        let (open_b, gate_b) = mpsc::channel();
+        let fake = |name, gate| FakeJob { name, steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() };
+        pool.submit(Box::new(Large(fake("a", gate_a))));
+        while pool.stats().active == 0 {
+            std::thread::yield_now(); // until a worker holds "a"
+        }
+        pool.submit(Box::new(Large(fake("b", gate_b))));
+        pool.submit(job("small", 1, &tx));
+        open_b.send(()).unwrap();
+        // "a" holds the only large slot: "b" waits although its gate is open and a
+        // worker is free, while the small job goes ahead.
+        assert_eq!(recv(&rx), ("small", "step"));
+        assert_eq!(recv(&rx), ("small", "complete"));
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err(), "a second large job ran");
+        assert_eq!(pool.stats().large_limit, 1);
+        open_a.send(()).unwrap();
+        let events: Vec<_> = (0..4).map(|_| recv(&rx)).collect();
+        assert_eq!(events, [("a", "step"), ("a", "complete"), ("b", "step"), ("b", "complete")]);
     }
 
     #[test]

@@ -180,6 +180,11 @@ impl FileRead {
         Ok(if complete { Progress::Done { bytes: n } } else { Progress::More { bytes: n } })
     }
 
+    /// Whether this is a big file, read in parts.
+    pub fn is_large(&self) -> bool {
+        matches!(self.state, State::Reading(OpenFile { parts: Some(_), .. }))
+    }
+
     /// Hands out the next chunk of a file read in parts, for another worker to read
     /// while this read goes on; `None` when there is none to spare. The last chunk
     /// is always left to [`FileRead::step`].

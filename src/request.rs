@@ -40,6 +40,10 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
         Some(Piece::new(part.len(), move || part.read()))
     }
 
+    fn is_large(&self) -> bool {
+        self.read.is_large()
+    }
+
     fn complete(self: Box<Self>) {
         let this = *self;
         let outcome = match this.error {

@@ -80,6 +80,26 @@ impl<T> FairQueue<T> {
         }
     }
 
+    /// Checks out the request that should read next among those that satisfy `ok`:
+    /// the one [`FairQueue::pop`] would give if it does, else the first that does
+    /// (new list first), which keeps its place in the rotation.
+    pub fn pop_where(&mut self, mut ok: impl FnMut(&T) -> bool) -> Option<Flow<T>> {
+        let next = if self.old.is_empty() || (!self.new.is_empty() && self.new_streak < NEW_BURST) {
+            self.new.front()
+        } else {
+            self.old.front()
+        };
+        if ok(&next?.item) {
+            return self.pop();
+        }
+        for list in [&mut self.new, &mut self.old] {
+            if let Some(i) = list.iter().position(|f| ok(&f.item)) {
+                return list.remove(i);
+            }
+        }
+        None
+    }
+
     /// Returns a checked-out request that read `spent` bytes and has more to read.
     pub fn put_back(&mut self, mut flow: Flow<T>, spent: usize) {
         flow.deficit -= spent as i64;
@@ -194,6 +214,19 @@ mod tests {
             served_new += 1; // new requests finish in one chunk
         }
         assert_eq!(served_new, NEW_BURST);
+    }
+
+    #[test]
+    fn pop_where_skips_requests_that_may_not_run_now() {
+        let mut q = FairQueue::new(10);
+        for i in 0..4 {
+            q.push(i);
+        }
+        assert_eq!(q.pop_where(|&i| i % 2 == 0).unwrap().item, 0, "the head is fine");
+        assert_eq!(q.pop_where(|&i| i >= 3).unwrap().item, 3, "1 and 2 are skipped");
+        assert!(q.pop_where(|_| false).is_none());
+        assert_eq!(q.pop().unwrap().item, 1, "skipped requests keep their places");
+        assert_eq!(q.pop().unwrap().item, 2);
     }
 
     #[test]
