@@ -140,6 +140,10 @@ struct State {
     live_threads: usize,
     /// Workers running a step or piece right now.
     busy: usize,
+    /// Workers waiting for work on `work_ready`. Wake-ups are only sent while some
+    /// are: with std's futex condvar every `notify_one` is a system call, and a batch
+    /// of 10,000 small files would otherwise pay one per file.
+    idle: usize,
     /// Workers running a step or piece of a large job right now.
     large_busy: usize,
     /// How many may, unless they help with a lone request ([`large_limit`]).
@@ -207,6 +211,7 @@ impl Pool {
                 target_threads: 0,
                 live_threads: 0,
                 busy: 0,
+                idle: 0,
                 large_busy: 0,
                 large_limit: 1,
                 split_waiting: false,
@@ -259,9 +264,12 @@ impl Pool {
             tickets.push(Ticket { id, cancelled });
         }
         state.split_waiting = false;
+        let wake = state.idle > 0;
         drop(state);
         // Workers pass the baton on while work remains, so one wake-up is enough.
-        self.shared.work_ready.notify_one();
+        if wake {
+            self.shared.work_ready.notify_one();
+        }
         tickets
     }
 
@@ -383,8 +391,10 @@ fn worker(shared: Arc<Shared>) {
         }
         let flow = state.take();
         let Some(flow) = flow else {
+            state.idle += 1;
             let (guard, wait) = shared.work_ready.wait_timeout(state, IDLE_AFTER).unwrap_or_else(|p| p.into_inner());
             state = guard;
+            state.idle -= 1;
             if let Some(hook) = shared.idle_hook.filter(|_| wait.timed_out() && state.queue.is_empty()) {
                 drop(state);
                 hook();
@@ -397,7 +407,7 @@ fn worker(shared: Arc<Shared>) {
         let large = flow.item.job.is_large();
         state.large_busy += large as usize;
         // More waiting than this worker takes: wake one more, which does the same.
-        if !state.queue.is_empty() && state.busy < state.target_threads {
+        if !state.queue.is_empty() && state.idle > 0 {
             shared.work_ready.notify_one();
         }
         // Split a request only for workers that would otherwise have nothing to do:
@@ -410,7 +420,7 @@ fn worker(shared: Arc<Shared>) {
         state = lock(&shared);
         state.busy -= 1;
         state.large_busy -= large as usize;
-        if large && !state.queue.is_empty() {
+        if large && !state.queue.is_empty() && state.idle > 0 {
             // A worker may be waiting for a large job's turn.
             shared.work_ready.notify_one();
         }
@@ -468,7 +478,7 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, piece: Piece) {
     }
     state.queue.put_back(flow, piece.bytes);
     state.split_waiting = true;
-    let wake = state.busy < state.target_threads;
+    let wake = state.idle > 0;
     drop(state);
     if wake {
         shared.work_ready.notify_one();
