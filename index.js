@@ -165,12 +165,15 @@ function readStringPaths(list, options, settleAll, resolve, reject) {
   const { signal, encoding } = options
   const id = native.readPaths(list, stringToFlags(options.flag), 0o666)
   const onAbort = () => native.cancel(id)
-  track(id, (outcomes) => {
+  track(id, ([slabs, spans, others]) => {
     signal?.removeEventListener('abort', onAbort)
     if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
-    const results = new Array(outcomes.length)
-    for (let i = 0; i < outcomes.length; i++) {
-      const [err, value] = interpret(outcomes[i], encoding, undefined, list[i])
+    const results = new Array(others.length)
+    for (let i = 0; i < others.length; i++) {
+      // Small results are views of shared slabs (see src/pack.rs); others[i] holds the rest.
+      const slab = spans[3 * i]
+      const outcome = slab < 0 ? others[i] : slabs[slab].subarray(spans[3 * i + 1], spans[3 * i + 1] + spans[3 * i + 2])
+      const [err, value] = interpret(outcome, encoding, undefined, list[i])
       if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value }
       else if (err) return reject(err)
       else results[i] = value

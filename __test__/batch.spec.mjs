@@ -57,3 +57,22 @@ test('an abort rejects the batch with AbortError', async (t) => {
   t.is(err.name, 'AbortError')
   t.is(err.cause, 'enough')
 })
+
+test('small results share slabs yet stay intact while their neighbours are collected and slabs reused', async (t) => {
+  const small = Array.from({ length: 400 }, (_, i) => makeFile(1 + ((i * 131) % 3000)))
+  const paths = small.map((f) => f.path)
+  const first = await fairfs.readFiles(paths)
+  t.true(first.some((b, i) => i > 0 && b.buffer === first[0].buffer), 'small results are views of one slab')
+  // Writing into one result never shows in another.
+  first[1].fill(0xff)
+  t.true(first[2].equals(small[2].data))
+  const kept = first.filter((_, i) => i % 10 === 3)
+  first.length = 0
+  for (let round = 0; round < 5; round++) {
+    globalThis.gc()
+    await new Promise((resolve) => setImmediate(resolve))
+    const again = await fairfs.readFiles(paths)
+    t.true(again.every((b, i) => b.equals(small[i].data)))
+  }
+  t.true(kept.every((b, j) => b.equals(small[j * 10 + 3].data)))
+})

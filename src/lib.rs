@@ -7,6 +7,7 @@
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
+//! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors named the way node:fs names them.
 //!
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
@@ -18,6 +19,7 @@ pub mod chunk;
 mod errno_table;
 pub mod error;
 mod loom;
+pub mod pack;
 pub mod parts;
 pub mod pool;
 pub mod read;

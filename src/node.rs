@@ -25,6 +25,7 @@ use napi_derive::napi;
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
 use crate::chunk::{self, OpenedFd};
 use crate::error::ReadError;
+use crate::pack::{Packed, Packer};
 use crate::pool::{global, Job, Ticket};
 use crate::read::{ReadLimits, Source};
 use crate::request::{OnceJob, ReadFileJob};
@@ -37,8 +38,8 @@ pub enum Delivered {
     Chunk(std::result::Result<PooledBytes, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
-    /// The outcomes of a `readPaths` batch, in order.
-    Batch(Vec<std::result::Result<PooledBytes, ReadError>>),
+    /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
+    Batch(Vec<PooledBytes>, Vec<std::result::Result<Packed, ReadError>>),
     /// Cancelled before it ran.
     Cancelled,
 }
@@ -205,21 +206,35 @@ pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -
     submit_read(&env, Source::Path { path, flags, mode })
 }
 
-/// Outcomes of a batch, filled in by pool threads in any order.
+/// What a batch has so far.
+struct Filled {
+    /// Outcome of each file, once it is read.
+    slots: Vec<Option<std::result::Result<Packed, ReadError>>>,
+    /// The slabs small results are packed into.
+    packer: Packer,
+}
+
+/// Outcomes of a batch, filled in by pool threads in any order: small results are
+/// packed into slabs as they arrive ([`crate::pack`]).
 struct BatchSlots {
-    slots: Mutex<Vec<Option<std::result::Result<PooledBytes, ReadError>>>>,
+    slots: Mutex<Filled>,
     left: std::sync::atomic::AtomicUsize,
     deliver: Mutex<Option<Deliver>>,
 }
 
 impl BatchSlots {
     fn fill(&self, i: usize, outcome: std::result::Result<PooledBytes, ReadError>) {
-        self.slots.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+        let mut guard = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let Filled { slots, packer } = &mut *guard;
+        slots[i] = Some(outcome.map(|bytes| packer.pack(bytes)));
+        drop(guard);
         if self.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-            let slots = std::mem::take(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()));
+            let empty = Filled { slots: Vec::new(), packer: Packer::new(None) };
+            let Filled { slots, packer } =
+                std::mem::replace(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()), empty);
             let results = slots.into_iter().map(|s| s.unwrap_or(Err(ReadError::Cancelled))).collect();
             if let Some(deliver) = self.deliver.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                deliver(Delivered::Batch(results));
+                deliver(Delivered::Batch(packer.into_slabs(), results));
             }
         }
     }
@@ -238,11 +253,14 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
         .map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
     submit_jobs(&env, |deliver| {
         if sources.is_empty() {
-            deliver(Delivered::Batch(Vec::new()));
+            deliver(Delivered::Batch(Vec::new(), Vec::new()));
             return Vec::new();
         }
         let batch = Arc::new(BatchSlots {
-            slots: Mutex::new((0..sources.len()).map(|_| None).collect()),
+            slots: Mutex::new(Filled {
+                slots: (0..sources.len()).map(|_| None).collect(),
+                packer: Packer::new(Some(buffer_pool::global())),
+            }),
             left: std::sync::atomic::AtomicUsize::new(sources.len()),
             deliver: Mutex::new(Some(deliver)),
         });
@@ -452,15 +470,30 @@ impl ToNapiValue for Batch {
                 | Delivered::Opened(Err(e))
                 | Delivered::Closed(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
-                Delivered::Batch(results) => {
-                    let mut list = env.create_array(results.len() as u32)?;
+                Delivered::Batch(slabs, results) => {
+                    // [slabs, spans, others]: result j is `len` bytes at `offset` of
+                    // slabs[slab], with spans[3j..3j+3] = [slab, offset, len], or, where
+                    // slab is -1, others[j] (a Buffer of its own or an error).
+                    let mut slab_list = env.create_array(slabs.len() as u32)?;
+                    for (k, slab) in slabs.into_iter().enumerate() {
+                        slab_list.set(k as u32, to_buffer(&env, slab, MIN_CLASS)?)?;
+                    }
+                    let mut spans = vec![-1i32; 3 * results.len()];
+                    let mut others = env.create_array(results.len() as u32)?;
                     for (j, outcome) in results.into_iter().enumerate() {
                         match outcome {
-                            Ok(bytes) => list.set(j as u32, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
-                            Err(e) => list.set(j as u32, error_to_js(&env, e)?)?,
+                            Ok(Packed::Span { slab, offset, len }) => {
+                                spans[3 * j..3 * j + 3].copy_from_slice(&[slab as i32, offset as i32, len as i32])
+                            }
+                            Ok(Packed::Own(bytes)) => others.set(j as u32, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
+                            Err(e) => others.set(j as u32, error_to_js(&env, e)?)?,
                         }
                     }
-                    out.set(slot, list)?
+                    let mut triple = env.create_array(3)?;
+                    triple.set(0, slab_list)?;
+                    triple.set(1, Int32Array::new(spans))?;
+                    triple.set(2, others)?;
+                    out.set(slot, triple)?
                 }
             }
         }
