@@ -27,10 +27,10 @@ export declare function cancel(id: number): void
 export declare function closeFd(fd: number): number
 
 /**
- * Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
- * validates the values.
+ * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value and/or
+ * how many big files are read at once (0: the default). The JS layer validates them.
  */
-export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null): void
+export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null): void
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string, string, string] | null>) => void, maxLength: number): void
@@ -72,14 +72,18 @@ export declare function readCached(path: string, flags: number, maxSize: number)
  */
 export declare function readChunk(fd: number, position: number, length: number): number
 
-/** Reads the caller's `fd` from its current position, leaving it open. Returns the request id. */
-export declare function readFd(fd: number): number
+/**
+ * Reads the caller's `fd` from its current position, leaving it open; `text` as for
+ * `readPath`. Returns the request id.
+ */
+export declare function readFd(fd: number, text: number): number
 
 /**
  * Reads the file at `path` (a string or the bytes of a Buffer path), opened with
- * numeric `flags` and `mode`. Returns the request id.
+ * numeric `flags` and `mode`; `text` (0 Buffer, 1 latin1, 2 utf-8/ascii) lets text
+ * that needs no decoding arrive as a string. Returns the request id.
  */
-export declare function readPath(path: string | Uint8Array, flags: number, mode: number): number
+export declare function readPath(path: string | Uint8Array, flags: number, mode: number, text: number): number
 
 /**
  * Reads every file in `paths` (all opened with `flags` and `mode`) as one request:

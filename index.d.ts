@@ -82,6 +82,8 @@ export interface ConfigureOptions {
   readAhead?: number
   /** Nice value of pool threads, -20..19 (default 10; Linux). */
   nice?: number
+  /** Files over one chunk read at once, 0..1024; 0 = the default, the machine's cores minus one. */
+  largeLimit?: number
   /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
   maxLength?: number
   /** Read small, fully cached files on the calling thread without blocking (default true). */

@@ -19,9 +19,11 @@ const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./
  * still in flight, as node:fs's would be.
  */
 function interpret(result, encoding, signal, path) {
-  if (result === null || (signal?.aborted && Buffer.isBuffer(result))) {
+  if (result === null || (signal?.aborted && (Buffer.isBuffer(result) || typeof result === 'string'))) {
     return [new AbortError(undefined, signal ? { cause: signal.reason } : undefined)]
   }
+  // Text that needed no decoding arrives as a string already (see textWanted).
+  if (typeof result === 'string') return [null, result]
   if (!Buffer.isBuffer(result)) return [nativeError(result, path)]
   if (!encoding) return [null, result]
   try {
@@ -35,6 +37,19 @@ function settle(req, result) {
   if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
   const [err, data] = interpret(result, req.encoding, req.signal, req.path)
   return err ? req.done(err) : req.done(null, data)
+}
+
+/**
+ * What the native side may hand back as a string instead of a Buffer: 1 for latin1
+ * (every byte is one character), 2 for utf-8 and ascii (a file that is all ASCII is
+ * the same string in latin1, checked on the pool thread); 0 for a Buffer.
+ */
+function textWanted(encoding) {
+  switch (encoding) {
+    case 'latin1': case 'binary': return 1
+    case 'utf8': case 'utf-8': case 'ascii': return 2
+    default: return 0
+  }
 }
 
 /**
@@ -61,7 +76,7 @@ function start(path, options, done, allowFd) {
   const req = { done, encoding, path: undefined, signal, onAbort: undefined }
   let id
   if (fd >= 0) {
-    id = native.readFd(fd)
+    id = native.readFd(fd, textWanted(encoding))
   } else {
     const flags = stringToFlags(options.flag)
     const { native: nativePath, display } = validatePath(path)
@@ -75,7 +90,7 @@ function start(path, options, done, allowFd) {
         return
       }
     }
-    id = native.readPath(nativePath, flags, 0o666)
+    id = native.readPath(nativePath, flags, 0o666, textWanted(encoding))
   }
   track(id, (result) => settle(req, result))
   if (signal) {
@@ -215,13 +230,16 @@ function checkInteger(name, value, min, max) {
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
  * stream reads ahead; `nice` (-20..19, default 10) is the pool threads' CPU priority
  * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
- * which reads fail with ERR_FS_FILE_TOO_LARGE; `fastPath` (default true) lets small,
- * fully cached files be read on the calling thread without blocking (Linux 5.12+).
+ * which reads fail with ERR_FS_FILE_TOO_LARGE; `largeLimit` (0..1024) is how many files
+ * over one chunk are read at once (0: the default, the machine's cores minus one, so
+ * that a core stays free for the event loop and libuv's threads); `fastPath` (default
+ * true) lets small, fully cached files be read on the calling thread without blocking
+ * (Linux 5.12+).
  * Invalid values throw and change nothing.
  */
 function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, fastPath: fast } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath: fast } = options
   if (fast !== undefined && typeof fast !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fast)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
@@ -229,7 +247,8 @@ function configure(options = {}) {
   if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
   if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
   if (maxLength !== undefined) checkInteger('options.maxLength', maxLength, 0, MAX_LENGTH)
-  native.configure(threads, chunkSize, maxPooledBytes, nice)
+  if (largeLimit !== undefined) checkInteger('options.largeLimit', largeLimit, 0, kMaxThreads)
+  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit)
   if (readAhead !== undefined) setReadAhead(readAhead)
   if (maxLength !== undefined) setMaxLength(maxLength)
   if (fast !== undefined) fastPath = fast

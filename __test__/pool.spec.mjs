@@ -34,6 +34,17 @@ test.serial('configure() resizes the pool while reads are in flight', async (t) 
   t.like(fairfs.stats(), { threads: 4, chunkSize: 512 * 1024 })
 })
 
+test.serial('configure({ largeLimit }) sets how many big files are read at once, within the pool', async (t) => {
+  fairfs.configure({ largeLimit: 3 })
+  t.is(fairfs.stats().largeLimit, 3)
+  fairfs.configure({ largeLimit: 9 })
+  t.is(fairfs.stats().largeLimit, 4, 'never more than the threads')
+  const files = Array.from({ length: 6 }, () => makeFile(3 * 1024 * 1024))
+  t.deepEqual(await Promise.all(files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))), files.map(() => true))
+  fairfs.configure({ largeLimit: 0 })
+  t.is(fairfs.stats().largeLimit, expectedLargeLimit(4), '0 is the default again')
+})
+
 const invalid = [
   [{ threads: 0 }, RangeError, 'ERR_OUT_OF_RANGE'],
   [{ threads: -1 }, RangeError, 'ERR_OUT_OF_RANGE'],
@@ -44,6 +55,9 @@ const invalid = [
   [{ chunkSize: 2 ** 31 }, RangeError, 'ERR_OUT_OF_RANGE'],
   [{ chunkSize: NaN }, RangeError, 'ERR_OUT_OF_RANGE'],
   [{ threads: 2, chunkSize: -5 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ largeLimit: -1 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ threads: 2, largeLimit: 2000 }, RangeError, 'ERR_OUT_OF_RANGE'],
+  [{ largeLimit: '2' }, TypeError, 'ERR_INVALID_ARG_TYPE'],
   [null, TypeError, 'ERR_INVALID_ARG_TYPE'],
   [7, TypeError, 'ERR_INVALID_ARG_TYPE'],
 ]
@@ -56,5 +70,6 @@ for (const [options, Class, code] of invalid) {
     const after = fairfs.stats()
     t.is(after.threads, before.threads)
     t.is(after.chunkSize, before.chunkSize)
+    t.is(after.largeLimit, before.largeLimit)
   })
 }

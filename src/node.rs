@@ -34,6 +34,9 @@ use crate::request::{OnceJob, ReadFileJob};
 pub enum Delivered {
     /// A whole file.
     Bytes(std::result::Result<PooledBytes, ReadError>),
+    /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
+    /// text that is all ASCII (checked on the pool thread).
+    Text(PooledBytes),
     /// A stream block.
     Chunk(std::result::Result<PooledBytes, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
@@ -185,9 +188,32 @@ fn read_limits(env: &Env) -> Result<ReadLimits> {
     })
 }
 
-fn submit_read(env: &Env, source: Source) -> Result<u32> {
+/// How JS wants a whole file: 0 (a Buffer), [`TEXT_LATIN1`] (a latin1 string) or
+/// [`TEXT_UTF8`] (a utf-8 or ascii string).
+const TEXT_LATIN1: u32 = 1;
+const TEXT_UTF8: u32 = 2;
+
+/// V8's longest string (`buffer.constants.MAX_STRING_LENGTH` on 64-bit); longer text
+/// goes to JS as bytes, whose decoding then fails with node's ERR_STRING_TOO_LONG.
+const MAX_STRING_LENGTH: usize = (1 << 29) - 24;
+
+/// What a finished read delivers for the wanted `text`: bytes that are already a
+/// latin1 string (every byte of latin1; ASCII for utf-8, which decodes ASCII as it is)
+/// skip the Buffer and JS's decoding.
+fn delivered(outcome: std::result::Result<PooledBytes, ReadError>, text: u32) -> Delivered {
+    match outcome {
+        Ok(bytes)
+            if bytes.len() <= MAX_STRING_LENGTH && (text == TEXT_LATIN1 || (text == TEXT_UTF8 && bytes.is_ascii())) =>
+        {
+            Delivered::Text(bytes)
+        }
+        outcome => Delivered::Bytes(outcome),
+    }
+}
+
+fn submit_read(env: &Env, source: Source, text: u32) -> Result<u32> {
     let limits = read_limits(env)?;
-    submit(env, |deliver| Box::new(ReadFileJob::new(source, limits, move |outcome| deliver(Delivered::Bytes(outcome)))))
+    submit(env, |deliver| Box::new(ReadFileJob::new(source, limits, move |outcome| deliver(delivered(outcome, text)))))
 }
 
 fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
@@ -199,11 +225,12 @@ fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
 }
 
 /// Reads the file at `path` (a string or the bytes of a Buffer path), opened with
-/// numeric `flags` and `mode`. Returns the request id.
+/// numeric `flags` and `mode`; `text` (0 Buffer, 1 latin1, 2 utf-8/ascii) lets text
+/// that needs no decoding arrive as a string. Returns the request id.
 #[napi]
-pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<u32> {
+pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32, text: u32) -> Result<u32> {
     let path = c_path(&path)?;
-    submit_read(&env, Source::Path { path, flags, mode })
+    submit_read(&env, Source::Path { path, flags, mode }, text)
 }
 
 /// What a batch has so far.
@@ -287,10 +314,11 @@ pub fn read_cached(env: &Env, path: String, flags: i32, max_size: u32) -> Result
     }
 }
 
-/// Reads the caller's `fd` from its current position, leaving it open. Returns the request id.
+/// Reads the caller's `fd` from its current position, leaving it open; `text` as for
+/// `readPath`. Returns the request id.
 #[napi]
-pub fn read_fd(env: Env, fd: i32) -> Result<u32> {
-    submit_read(&env, Source::Fd(fd))
+pub fn read_fd(env: Env, fd: i32, text: u32) -> Result<u32> {
+    submit_read(&env, Source::Fd(fd), text)
 }
 
 /// Opens `path`; the result is the fd. Returns the request id.
@@ -345,11 +373,21 @@ pub fn set_max_length(env: Env, max_length: f64) -> Result<()> {
     Ok(())
 }
 
-/// Resizes the pool, sets the chunk size and/or the buffer pool's cap. The JS layer
-/// validates the values.
+/// Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value and/or
+/// how many big files are read at once (0: the default). The JS layer validates them.
 #[napi]
-pub fn configure(threads: Option<u32>, chunk_size: Option<u32>, max_pooled_bytes: Option<f64>, nice: Option<i32>) {
+pub fn configure(
+    threads: Option<u32>,
+    chunk_size: Option<u32>,
+    max_pooled_bytes: Option<f64>,
+    nice: Option<i32>,
+    large_limit: Option<u32>,
+) {
     global().configure_with(threads.map(|t| t as usize), chunk_size.map(|c| c as usize), nice);
+    if let Some(limit) = large_limit {
+        // 0 goes back to the default: the machine's cores minus one.
+        global().set_large_limit((limit > 0).then_some(limit as usize));
+    }
     if let Some(max) = max_pooled_bytes {
         buffer_pool::global().set_max_pooled_bytes(max as usize);
     }
@@ -442,6 +480,75 @@ fn to_buffer(env: &Env, mut bytes: PooledBytes, lend_from: usize) -> Result<Buff
     unsafe { BufferSlice::from_external(env, ptr, len, bytes, |_, bytes| drop(bytes)) }
 }
 
+/// `node_api_create_external_string_latin1`, where this Node has it (experimental
+/// from 20.4, Node-API 10 from 22.14). Looked up at run time, so that a Node without
+/// it still loads the addon and gets copied strings.
+type CreateExternalLatin1 = unsafe extern "C" fn(
+    napi::sys::napi_env,
+    *mut std::ffi::c_char,
+    isize,
+    napi::sys::napi_finalize,
+    *mut std::ffi::c_void,
+    *mut napi::sys::napi_value,
+    *mut bool,
+) -> napi::sys::napi_status;
+
+fn create_external_latin1() -> Option<CreateExternalLatin1> {
+    static FOUND: std::sync::OnceLock<Option<CreateExternalLatin1>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        // SAFETY: dlsym with a NUL-terminated name only looks the symbol up. Node
+        // exports it with exactly the signature of `CreateExternalLatin1`.
+        unsafe {
+            let sym = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr());
+            (!sym.is_null()).then(|| std::mem::transmute::<*mut libc::c_void, CreateExternalLatin1>(sym))
+        }
+    })
+}
+
+/// Frees the bytes behind an external string once V8 has collected it.
+unsafe extern "C" fn drop_text(env: napi::sys::napi_env, _data: *mut std::ffi::c_void, hint: *mut std::ffi::c_void) {
+    // SAFETY: `hint` is the `Box<PooledBytes>` leaked in `to_latin1_string`, and V8
+    // calls this finalizer once.
+    let bytes = unsafe { Box::from_raw(hint.cast::<PooledBytes>()) };
+    if !env.is_null() {
+        let mut total = 0;
+        // SAFETY: `env` is the live environment the string belonged to (null when it
+        // is being torn down); adjusting external memory is allowed in finalizers.
+        unsafe { napi::sys::napi_adjust_external_memory(env, -(bytes.len() as i64), &mut total) };
+    }
+}
+
+/// A JS string of the latin1 `bytes`: external (no copy; the bytes go back to the
+/// pool after V8 collects the string) from [`LEND_FILES_FROM`] where Node allows it,
+/// else copied into V8's heap.
+fn to_latin1_string(env: &Env, bytes: PooledBytes) -> Result<napi::sys::napi_value> {
+    if let Some(create) = create_external_latin1().filter(|_| bytes.len() >= LEND_FILES_FROM && !copy_results()) {
+        let (ptr, len) = (bytes.as_ptr(), bytes.len());
+        // V8 does not count external strings towards its heap: without this a loop of
+        // big text reads held gigabytes until a GC happened to come. The finalizer
+        // takes it back, whenever it runs (at once if Node copies).
+        env.adjust_external_memory(len as i64)?;
+        let hint = Box::into_raw(Box::new(bytes));
+        let mut value = std::ptr::null_mut();
+        let mut copied = false;
+        // SAFETY: `ptr..ptr + len` are the bytes owned by `*hint`, which stay put and
+        // unchanged until `drop_text` runs: when V8 collects the string, or at once
+        // if Node copied them (`copied`). If the call fails no finalizer runs and we
+        // take the bytes back.
+        let status = unsafe {
+            create(env.raw(), ptr as *mut _, len as isize, Some(drop_text), hint.cast(), &mut value, &mut copied)
+        };
+        if status == napi::sys::Status::napi_ok {
+            return Ok(value);
+        }
+        // SAFETY: the call failed, so no finalizer owns `hint`.
+        let bytes = unsafe { Box::from_raw(hint) };
+        env.adjust_external_memory(-(len as i64))?;
+        return Ok(env.create_string_latin1(&**bytes)?.raw());
+    }
+    Ok(env.create_string_latin1(&*bytes)?.raw())
+}
+
 fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
     match err {
         ReadError::Io(e) => (e.node_errno(), e.code(), e.description(), e.syscall.as_str()).into_unknown(env),
@@ -462,6 +569,11 @@ impl ToNapiValue for Batch {
             let slot = 2 * i as u32 + 1;
             match delivered {
                 Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
+                Delivered::Text(bytes) => {
+                    let value = to_latin1_string(&env, bytes)?;
+                    // SAFETY: `value` was just created in this environment.
+                    out.set(slot, unsafe { Unknown::from_raw_unchecked(raw_env, value) })?
+                }
                 Delivered::Chunk(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
                 Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,

@@ -146,8 +146,11 @@ struct State {
     idle: usize,
     /// Workers running a step or piece of a large job right now.
     large_busy: usize,
-    /// How many may, unless they help with a lone request ([`large_limit`]).
+    /// How many may, unless they help with a lone request ([`large_limit`], or what
+    /// `large_limit_set` asks for), within `1..=target_threads`.
     large_limit: usize,
+    /// The limit set by [`Pool::set_large_limit`], if any.
+    large_limit_set: Option<usize>,
     /// The request last put back was split, so more workers may help with it.
     split_waiting: bool,
     /// The chunk size new requests use, also the DRR quantum.
@@ -160,6 +163,11 @@ struct State {
 }
 
 impl State {
+    fn update_large_limit(&mut self) {
+        let limit = self.large_limit_set.unwrap_or_else(|| large_limit(self.target_threads));
+        self.large_limit = limit.clamp(1, self.target_threads.max(1));
+    }
+
     /// Whether a free worker may check out a large job: within the limit, or to help
     /// with a lone request that is being split.
     fn large_ok(&self) -> bool {
@@ -214,6 +222,7 @@ impl Pool {
                 idle: 0,
                 large_busy: 0,
                 large_limit: 1,
+                large_limit_set: None,
                 split_waiting: false,
                 chunk_size,
                 nice: DEFAULT_NICE,
@@ -313,7 +322,7 @@ impl Pool {
         let Some(threads) = threads else { return };
         let threads = threads.max(1);
         state.target_threads = threads;
-        state.large_limit = large_limit(threads);
+        state.update_large_limit();
         let missing = threads.saturating_sub(state.live_threads);
         state.live_threads += missing;
         drop(state);
@@ -328,6 +337,16 @@ impl Pool {
                 Err(_) => lock(&self.shared).live_threads -= 1,
             }
         }
+    }
+
+    /// Sets how many big files may be read at once (within the pool's size), or goes
+    /// back to the default ([`large_limit`]) with `None`.
+    pub fn set_large_limit(&self, limit: Option<usize>) {
+        let mut state = self.lock();
+        state.large_limit_set = limit;
+        state.update_large_limit();
+        drop(state);
+        self.shared.work_ready.notify_all();
     }
 
     /// The chunk size for new requests.
@@ -389,8 +408,7 @@ fn worker(shared: Arc<Shared>) {
             state.live_threads -= 1;
             return;
         }
-        let flow = state.take();
-        let Some(flow) = flow else {
+        let Some(flow) = state.take() else {
             state.idle += 1;
             let (guard, wait) = shared.work_ready.wait_timeout(state, IDLE_AFTER).unwrap_or_else(|p| p.into_inner());
             state = guard;
@@ -439,8 +457,8 @@ fn worker(shared: Arc<Shared>) {
     }
 }
 
-/// Runs one step (or piece) of a checked-out request outside the lock. Returns the
-/// request with the bytes read if it has more to do, and the bytes read.
+/// Runs one step (or, if `may_split`, a piece) of a checked-out request outside the
+/// lock. Returns it with the bytes read if it has more to do and was not put back.
 fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Option<(Flow<Entry>, usize)> {
     if flow.item.cancelled.load(Ordering::Acquire) {
         shared.active.fetch_sub(1, Ordering::Relaxed);
@@ -711,7 +729,7 @@ mod tests {
     #[test]
     fn large_jobs_beyond_the_limit_wait_while_small_ones_go_ahead() {
         let pool = Pool::new(3, 100);
-        lock(&pool.shared).large_limit = 1;
+        pool.set_large_limit(Some(1));
         let (tx, rx) = mpsc::channel();
         let (open_a, gate_a) = mpsc::channel();
         let (open_b, gate_b) = mpsc::channel();
