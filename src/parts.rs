@@ -229,6 +229,11 @@ mod tests {
         f
     }
 
+    /// Parts of a `size`-byte read of `f` into an unpooled buffer.
+    fn parts_of(f: &std::fs::File, size: usize) -> Parts {
+        Parts::new(f.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(size)), size)
+    }
+
     fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 7 % 253) as u8).collect()
     }
@@ -237,7 +242,7 @@ mod tests {
     fn parts_read_on_other_threads_in_any_order_make_the_file() {
         let data = pattern(1_000_003);
         let f = file("order", &data);
-        let mut parts = Parts::new(f.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(data.len())), data.len());
+        let mut parts = parts_of(&f, data.len());
         let mut handed = vec![];
         while let Some(p) = parts.claim(65_536) {
             handed.push(p);
@@ -255,7 +260,7 @@ mod tests {
     fn finish_waits_for_parts_in_flight() {
         let data = pattern(200_000);
         let f = file("wait", &data);
-        let mut parts = Parts::new(f.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(data.len())), data.len());
+        let mut parts = parts_of(&f, data.len());
         let mut first = parts.claim(100_000).unwrap();
         let mut second = parts.claim(100_000).unwrap();
         assert!(parts.claim(1).is_none());
@@ -273,7 +278,7 @@ mod tests {
     fn a_file_that_shrank_ends_at_the_lowest_end_of_file() {
         let data = pattern(300_000);
         let f = file("shrink", &data);
-        let mut parts = Parts::new(f.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(data.len())), data.len());
+        let mut parts = parts_of(&f, data.len());
         let mut a = parts.claim(100_000).unwrap();
         f.set_len(150_000).unwrap();
         let mut b = parts.claim(100_000).unwrap();
@@ -289,7 +294,7 @@ mod tests {
     fn an_error_in_any_part_fails_the_read() {
         // A directory fd: pread fails with EISDIR.
         let dir = std::fs::File::open(std::env::temp_dir()).unwrap();
-        let mut parts = Parts::new(dir.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(10)), 10);
+        let mut parts = parts_of(&dir, 10);
         parts.claim(5).unwrap().read();
         assert!(parts.claim(5).is_none());
         assert_eq!(parts.finish(), Err(FsError::new(libc::EISDIR, Syscall::Read)));
@@ -299,7 +304,7 @@ mod tests {
     fn a_part_dropped_unread_fails_the_read_instead_of_cutting_it() {
         let data = pattern(20);
         let f = file("unread", &data);
-        let mut parts = Parts::new(f.as_raw_fd(), PooledBytes::unpooled(Vec::with_capacity(20)), 20);
+        let mut parts = parts_of(&f, 20);
         drop(parts.claim(10).unwrap());
         assert!(parts.claim(10).is_none());
         assert_eq!(parts.finish(), Err(FsError::new(libc::ECANCELED, Syscall::Read)));
