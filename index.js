@@ -228,7 +228,7 @@ function checkInteger(name, value, min, max) {
  * Changes the pool: `threads` (1..1024) resizes it at once; `chunkSize` (4 KiB..64 MiB)
  * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
- * stream reads ahead; `nice` (-20..19, default 10) is the pool threads' CPU priority
+ * stream reads ahead; `nice` (-20..19, default 5) is the pool threads' CPU priority
  * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
  * which reads fail with ERR_FS_FILE_TOO_LARGE; `largeLimit` (0..1024) is how many files
  * over one chunk are read at once (0: the default, the machine's cores minus one, so

@@ -23,8 +23,12 @@ pub const DEFAULT_THREADS: usize = 4;
 /// Default chunk size and DRR quantum, the same as node:fs's `readFile` chunk.
 pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
 /// Default nice value of worker threads: below the event loop and libuv's threads,
-/// so that JS, zlib and crypto win when they compete with reads for CPU.
-pub const DEFAULT_NICE: i32 = 10;
+/// so that JS, zlib and crypto win when they compete with reads for CPU. Not lower:
+/// once [`large_limit`] leaves a core free, the one worker copying big files is what
+/// a lower priority slows (next to zlib and ten 16 MiB readers, in three A/B runs,
+/// nice 10 gave 68–70% of zlib's speed and 268–278 reads/s, nice 5 70–73% and
+/// 282–306, nice 0 72–74% and 298–312).
+pub const DEFAULT_NICE: i32 = 5;
 /// How long the pool waits without work before it runs its idle hook.
 pub const IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
