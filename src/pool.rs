@@ -474,9 +474,7 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Opti
         return None;
     }
     let step = flow.item.job.step();
-    shared.active.fetch_sub(1, Ordering::Relaxed);
-    shared.bytes_read.fetch_add(step.bytes as u64, Ordering::Relaxed);
-    shared.chunks_read.fetch_add(1, Ordering::Relaxed);
+    count_chunk(shared, step.bytes);
     if step.done {
         shared.completed.fetch_add(1, Ordering::Relaxed);
         flow.item.job.complete();
@@ -488,7 +486,7 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Opti
 
 /// Puts the job back in the queue, charged the piece's bytes, so that the next
 /// worker can take the next piece, then runs the piece.
-fn run_piece(shared: &Shared, flow: Flow<Entry>, piece: Piece) {
+fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) {
     let mut state = lock(shared);
     if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
         drop(state);
@@ -505,12 +503,17 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, piece: Piece) {
     if wake {
         shared.work_ready.notify_one();
     }
-    let mut piece = piece;
     let bytes = (piece.run)();
+    count_chunk(shared, bytes);
+    drop(piece);
+}
+
+/// Counts a chunk (step or piece) that read `bytes` as done. Called before the
+/// result is delivered, so whoever sees a result never sees its chunk as active.
+fn count_chunk(shared: &Shared, bytes: usize) {
     shared.active.fetch_sub(1, Ordering::Relaxed);
     shared.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
     shared.chunks_read.fetch_add(1, Ordering::Relaxed);
-    drop(piece);
 }
 
 fn finish_cancelled(shared: &Shared, entry: Entry) {
