@@ -71,7 +71,7 @@ impl<T> FairQueue<T> {
             self.new_streak = 0;
             return self.new.pop_front();
         }
-        if !self.new.is_empty() && self.new_streak < NEW_BURST {
+        if self.next_is_new() {
             self.new_streak += 1;
             self.new.pop_front()
         } else {
@@ -80,15 +80,16 @@ impl<T> FairQueue<T> {
         }
     }
 
+    /// Whether [`FairQueue::pop`] takes the next request from the new list.
+    fn next_is_new(&self) -> bool {
+        self.old.is_empty() || (!self.new.is_empty() && self.new_streak < NEW_BURST)
+    }
+
     /// Checks out the request that should read next among those that satisfy `ok`:
     /// the one [`FairQueue::pop`] would give if it does, else the first that does
     /// (new list first), which keeps its place in the rotation.
     pub fn pop_where(&mut self, mut ok: impl FnMut(&T) -> bool) -> Option<Flow<T>> {
-        let next = if self.old.is_empty() || (!self.new.is_empty() && self.new_streak < NEW_BURST) {
-            self.new.front()
-        } else {
-            self.old.front()
-        };
+        let next = if self.next_is_new() { self.new.front() } else { self.old.front() };
         if ok(&next?.item) {
             return self.pop();
         }
