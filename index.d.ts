@@ -4,6 +4,14 @@ import type { PathLike, ReadStream as FsReadStream } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import type { Readable } from 'node:stream'
 
+/**
+ * The backend in use, chosen once at load (env FAIRFS_BACKEND): 'native' (fairfs's pool)
+ * or 'node' (node:fs itself, where the native addon does not load, or FAIRFS_BACKEND=node).
+ */
+export const backend: 'native' | 'node'
+/** The error the native addon failed to load with (the backend is then 'node'), or null. */
+export const nativeError: Error | null
+
 /** A path, a `file:` URL, an open fd or a FileHandle (read from its position, not closed). */
 export type PathOrFd = PathLike | number | FileHandle
 
@@ -80,7 +88,7 @@ export interface ConfigureOptions {
   maxPooledBytes?: number
   /** Default read-ahead of streams, 1..64 (default 4). */
   readAhead?: number
-  /** Nice value of pool threads, -20..19 (default 10; Linux). */
+  /** Nice value of pool threads, -20..19 (default 5; Linux). */
   nice?: number
   /** Files over one chunk read at once, 0..1024; 0 = the default, the machine's cores minus one. */
   largeLimit?: number
@@ -90,10 +98,12 @@ export interface ConfigureOptions {
   fastPath?: boolean
 }
 
-/** Changes the pool; invalid values throw and change nothing. */
+/** Changes the pool; invalid values throw and change nothing. On the node backend, nothing changes. */
 export function configure(options: ConfigureOptions): void
 
-export interface Stats {
+/** stats() on the native backend. */
+export interface NativeStats {
+  backend: 'native'
   threads: number
   queued: number
   active: number
@@ -113,15 +123,30 @@ export interface Stats {
   pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number }
 }
 
+/** stats() on the node backend (node:fs): no pool, so no counters. */
+export interface NodeStats {
+  backend: 'node'
+  /** node:fs's own limit on a result (2 GiB - 1); configure({ maxLength }) does not change it. */
+  maxLength: number
+  /** The last valid value of each option given to configure(); none has an effect on this backend. */
+  configured: ConfigureOptions
+}
+
+/** Tell the two apart with `backend`. */
+export type Stats = NativeStats | NodeStats
+
 export function stats(): Stats
 
-/** Patches `fs.readFile`, `fs.promises.readFile` and `fs.createReadStream`. Idempotent. */
+/** Patches `fs.readFile`, `fs.promises.readFile` and `fs.createReadStream`. Idempotent. Does nothing on the node backend. */
 export function install(): void
 /** Restores what `install()` replaced. */
 export function uninstall(): void
+/** Whether node:fs is patched (always false on the node backend). */
 export function isInstalled(): boolean
 
 declare const fairfs: {
+  backend: typeof backend
+  nativeError: typeof nativeError
   readFile: typeof readFile
   readFiles: typeof readFiles
   promises: typeof promises

@@ -2,6 +2,8 @@
 import fairfs from './index.js'
 
 export const {
+  backend,
+  nativeError,
   readFile,
   readFiles,
   promises,

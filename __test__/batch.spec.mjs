@@ -2,7 +2,7 @@
 import test from 'ava'
 import fs from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { fairfs, makeFile, tmpPath, describeError } from './helpers.mjs'
+import { fairfs, nativeOnly, makeFile, tmpPath, describeError } from './helpers.mjs'
 
 const files = Array.from({ length: 300 }, (_, i) => makeFile(i * 997))
 
@@ -58,7 +58,7 @@ test('an abort rejects the batch with AbortError', async (t) => {
   t.is(err.cause, 'enough')
 })
 
-test('small results share slabs yet stay intact while their neighbours are collected and slabs reused', async (t) => {
+nativeOnly(test)('small results share slabs yet stay intact while their neighbours are collected and slabs reused', async (t) => {
   const small = Array.from({ length: 400 }, (_, i) => makeFile(1 + ((i * 131) % 3000)))
   const paths = small.map((f) => f.path)
   const first = await fairfs.readFiles(paths)

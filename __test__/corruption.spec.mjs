@@ -5,7 +5,7 @@
 import test from 'ava'
 import crypto from 'node:crypto'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, makeFile } from './helpers.mjs'
+import { fairfs, nativeOnly, makeFile } from './helpers.mjs'
 
 const digest = (b) => crypto.createHash('sha256').update(b).digest('hex')
 
@@ -20,7 +20,7 @@ function readStream(path, highWaterMark) {
   })
 }
 
-test.serial('kept Buffers stay intact while collected ones are recycled', async (t) => {
+nativeOnly(test.serial)('kept Buffers stay intact while collected ones are recycled', async (t) => {
   t.is(typeof globalThis.gc, 'function', 'run with --expose-gc')
   const files = Array.from({ length: 240 }, (_, i) => makeFile(4096 + ((i * 7919) % 200_000)))
   const kept = []

@@ -2,7 +2,7 @@
 // pool path give the same results and errors; both are exercised.
 import test from 'ava'
 import fs from 'node:fs'
-import { fairfs, makeFile, tmpPath, bothCallback, bothPromise } from './helpers.mjs'
+import { fairfs, nativeOnly, makeFile, tmpPath, bothCallback, bothPromise } from './helpers.mjs'
 
 const cases = () => {
   const { path } = makeFile(3000)
@@ -12,7 +12,7 @@ const cases = () => {
 }
 
 for (const fastPath of [true, false]) {
-  test.serial(`fastPath ${fastPath}: same results and errors as node:fs`, async (t) => {
+  nativeOnly(test.serial)(`fastPath ${fastPath}: same results and errors as node:fs`, async (t) => {
     fairfs.configure({ fastPath })
     t.teardown(() => fairfs.configure({ fastPath: true }))
     const before = fairfs.stats()
@@ -30,7 +30,7 @@ for (const fastPath of [true, false]) {
   })
 }
 
-test.serial('on a kernel with openat2 (Linux 5.12+), small cached files are served by the fast path', async (t) => {
+nativeOnly(test.serial)('on a kernel with openat2 (Linux 5.12+), small cached files are served by the fast path', async (t) => {
   const { path, data } = makeFile(1000)
   fs.readFileSync(path)
   const before = fairfs.stats()

@@ -9,6 +9,22 @@ import crypto from 'node:crypto'
 const require = createRequire(import.meta.url)
 export const fairfs = require('../index.js')
 
+/**
+ * The backend the suite runs on: the native one, unless FAIRFS_BACKEND=node (or no
+ * addon loads), which runs every spec on node:fs (lib/fallback.js).
+ */
+export const isNative = fairfs.backend === 'native'
+
+/**
+ * For tests of what only the native backend does (pool counters, the fast path, chunk
+ * scheduling, pooled memory, maxLength, install()): `nativeOnly(test)(title, fn)` or
+ * `nativeOnly(test.serial)(title, fn)`. On the node backend the test is registered as
+ * skipped, marked in its title, so that ava reports it as skipped, not as passed.
+ */
+export function nativeOnly(testFn) {
+  return isNative ? testFn : (title, ...rest) => testFn.skip(`${title} [native backend only]`, ...rest)
+}
+
 export const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-test-'))
 process.on('exit', () => fs.rmSync(tmpRoot, { recursive: true, force: true }))
 

@@ -1,12 +1,12 @@
 // configure() and stats(): the pool is resizable at runtime, bad values change nothing.
 import os from 'node:os'
 import test from 'ava'
-import { fairfs, makeFile } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, makeFile } from './helpers.mjs'
 
 /** What largeLimit must be: one core left to the event loop and libuv, at least one. */
 const expectedLargeLimit = (threads) => Math.max(1, Math.min(threads, os.availableParallelism() - 1))
 
-test.serial('stats() reports the pool and counts reads', async (t) => {
+nativeOnly(test.serial)('stats() reports the pool and counts reads', async (t) => {
   const { path } = makeFile(3 * 512 * 1024 + 10)
   const before = fairfs.stats()
   for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize', 'largeLimit']) {
@@ -22,7 +22,7 @@ test.serial('stats() reports the pool and counts reads', async (t) => {
   t.is(after.active, 0)
 })
 
-test.serial('configure() resizes the pool while reads are in flight', async (t) => {
+nativeOnly(test.serial)('configure() resizes the pool while reads are in flight', async (t) => {
   const files = Array.from({ length: 20 }, () => makeFile(2 * 1024 * 1024))
   const reads = files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))
   fairfs.configure({ threads: 1 })
@@ -34,7 +34,7 @@ test.serial('configure() resizes the pool while reads are in flight', async (t) 
   t.like(fairfs.stats(), { threads: 4, chunkSize: 512 * 1024 })
 })
 
-test.serial('configure({ largeLimit }) sets how many big files are read at once, within the pool', async (t) => {
+nativeOnly(test.serial)('configure({ largeLimit }) sets how many big files are read at once, within the pool', async (t) => {
   fairfs.configure({ largeLimit: 3 })
   t.is(fairfs.stats().largeLimit, 3)
   fairfs.configure({ largeLimit: 9 })
@@ -62,14 +62,26 @@ const invalid = [
   [7, TypeError, 'ERR_INVALID_ARG_TYPE'],
 ]
 
+/** The settings a failed configure() must leave alone (on the node backend: what it recorded). */
+const settings = ({ threads, chunkSize, largeLimit, configured }) => (isNative ? { threads, chunkSize, largeLimit } : configured)
+
 for (const [options, Class, code] of invalid) {
   test.serial(`configure(${JSON.stringify(options)}) throws ${code} and keeps the old settings`, (t) => {
-    const before = fairfs.stats()
+    fairfs.configure({ threads: 4 })
+    const before = settings(fairfs.stats())
     const err = t.throws(() => fairfs.configure(options), { instanceOf: Class })
     t.is(err.code, code)
-    const after = fairfs.stats()
-    t.is(after.threads, before.threads)
-    t.is(after.chunkSize, before.chunkSize)
-    t.is(after.largeLimit, before.largeLimit)
+    t.deepEqual(settings(fairfs.stats()), before)
+    t.is(before.threads, 4)
   })
 }
+
+test.serial('configure() with valid values: in effect on the native backend, recorded on the node backend', (t) => {
+  t.teardown(() => fairfs.configure({ threads: 4, chunkSize: 512 * 1024 }))
+  fairfs.configure({ threads: 3, chunkSize: 64 * 1024 })
+  fairfs.configure({ nice: 5 })
+  const stats = fairfs.stats()
+  t.is(stats.backend, isNative ? 'native' : 'node')
+  if (isNative) t.like(stats, { threads: 3, chunkSize: 64 * 1024, nice: 5 })
+  else t.like(stats, { maxLength: 2 ** 31 - 1, configured: { threads: 3, chunkSize: 64 * 1024, nice: 5 } })
+})

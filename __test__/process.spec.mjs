@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import crypto from 'node:crypto'
-import { fairfs, makeFile, tmpPath } from './helpers.mjs'
+import { fairfs, nativeOnly, makeFile, tmpPath } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 const workerScript = new URL('./fixtures/worker-reader.mjs', import.meta.url)
@@ -88,7 +88,7 @@ test('a callback that throws does not stop the other reads of its batch', async 
   t.regex(r.stdout, /settled 5/)
 })
 
-test('where external buffers are refused, results are copied and memory reused at once', async (t) => {
+nativeOnly(test)('where external buffers are refused, results are copied and memory reused at once', async (t) => {
   // Files of 1 MiB and more are lent to JS unless external buffers are refused.
   const { path } = makeFile(2 * 1024 * 1024)
   const copied = JSON.parse((await run('copied-results', path, { FAIRFS_NO_EXTERNAL_BUFFERS: '1' })).stdout)

@@ -3,7 +3,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import { spawn, execFileSync } from 'node:child_process'
 import crypto from 'node:crypto'
-import { fairfs, makeFile, tmpPath } from './helpers.mjs'
+import { fairfs, isNative, makeFile, tmpPath } from './helpers.mjs'
 
 test('a FIFO with a writer is read to EOF', async (t) => {
   const fifo = tmpPath('fifo')
@@ -28,12 +28,16 @@ test('a file that shrinks during the read gives a prefix of the old content', as
   t.true(got.equals(data.subarray(0, got.length)))
 })
 
-test('a file that grows during the read is cut at its size when the read started', async (t) => {
+// node:fs takes the size from an fstat a loop turn after open, so the append may come first.
+const grows = isNative ? 'a file that grows during the read is cut at its size when the read started' : 'a file that grows during the read is cut at its size at fstat, as in node:fs (node backend)'
+test(grows, async (t) => {
   const { path, data } = makeFile(32 * 1024 * 1024)
   const read = fairfs.readFile(path)
-  setImmediate(() => fs.appendFileSync(path, crypto.randomBytes(1024 * 1024)))
+  const more = crypto.randomBytes(1024 * 1024)
+  setImmediate(() => fs.appendFileSync(path, more))
   const got = await read
-  t.true(got.equals(data))
+  if (isNative) t.true(got.equals(data))
+  else t.true(got.equals(data) || got.equals(Buffer.concat([data, more])))
 })
 
 test('2,000 concurrent mixed reads are all byte-correct', async (t) => {

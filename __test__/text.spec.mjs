@@ -3,7 +3,7 @@
 // so JS decodes nothing. Every result must equal node:fs's, whichever path it took.
 import test from 'ava'
 import fs from 'node:fs'
-import { fairfs, tmpPath, bothPromise, bothCallback } from './helpers.mjs'
+import { fairfs, nativeOnly, tmpPath, bothPromise, bothCallback } from './helpers.mjs'
 
 /** A file of `len` bytes cycling through `alphabet`, with a different start per 4 KiB. */
 function textFile(len, alphabet) {
@@ -32,7 +32,7 @@ for (const len of [0, 100, 70_000, 1024 * 1024, 3 * 1024 * 1024 + 7]) {
   }
 }
 
-test.serial('a big text result holds pooled memory until V8 collects the string', async (t) => {
+nativeOnly(test.serial)('a big text result holds pooled memory until V8 collects the string', async (t) => {
   const { path, data } = textFile(4 * 1024 * 1024, ascii)
   await settleOutstanding(0)
   const before = fairfs.stats().pool.outstanding
@@ -61,7 +61,7 @@ async function settleOutstanding(target) {
   }
 }
 
-test.serial('a loop of big text reads keeps memory bounded (V8 is told about external strings)', async (t) => {
+nativeOnly(test.serial)('a loop of big text reads keeps memory bounded (V8 is told about external strings)', async (t) => {
   const { path } = textFile(4 * 1024 * 1024, ascii)
   const before = process.memoryUsage().rss
   let most = before

@@ -1,6 +1,6 @@
 // Checked by `tsc --noEmit --strict` in npm test: the overloads give Buffer without
 // an encoding and string with one.
-import fairfs, { readFile, readFiles, promises, createReadStream, configure, stats } from '../index.js'
+import fairfs, { readFile, readFiles, promises, createReadStream, configure, stats, backend, nativeError } from '../index.js'
 import type { Buffer } from 'node:buffer'
 
 async function check(): Promise<void> {
@@ -16,8 +16,15 @@ async function check(): Promise<void> {
   const stream = createReadStream('/etc/hostname', { start: 0, end: 10, highWaterMark: 1024, readAhead: 2 })
   stream.on('data', (chunk) => void chunk)
   configure({ threads: 2, chunkSize: 1 << 20, nice: 5 })
-  const n: number = stats().pool.hits + fairfs.stats().bytesRead
-  void [b, s, s2, p, many, n]
+  const st = stats()
+  // The pool's counters exist on the native backend only: narrow on `backend`.
+  const n: number = st.backend === 'native' ? st.pool.hits + st.bytesRead : st.maxLength
+  const threads: number | undefined = st.backend === 'node' ? st.configured.threads : st.threads
+  const which: 'native' | 'node' = fairfs.backend === backend ? backend : fairfs.stats().backend
+  const why: string | undefined = nativeError?.message
+  void [b, s, s2, p, many, n, threads, which, why]
+  // @ts-expect-error stats() may come from the node backend, which has no pool
+  void stats().pool.hits
   // @ts-expect-error a string result is not a Buffer
   const wrong: Buffer = await readFile('/etc/hostname', 'utf8')
   void wrong

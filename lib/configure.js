@@ -1,0 +1,37 @@
+'use strict'
+// configure()'s argument checks, shared by both backends so that a bad value gets
+// the same error whichever backend runs.
+
+const { constants: { MAX_LENGTH } } = require('node:buffer')
+const { invalidArgType, outOfRange } = require('./errors')
+
+const kMaxChunkSize = 64 * 1024 * 1024
+const kMaxThreads = 1024
+const kMaxReadAhead = 64
+
+function checkInteger(name, value, min, max) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw outOfRange(name, `an integer >= ${min} && <= ${max}`, value)
+  }
+}
+
+/**
+ * Checks configure()'s options and returns the ones it knows (undefined where not
+ * given). Throws for the first invalid value, having changed nothing.
+ */
+function validateConfigure(options = {}) {
+  if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath } = options
+  if (fastPath !== undefined && typeof fastPath !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fastPath)
+  if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
+  if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
+  if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
+  if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
+  if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
+  if (maxLength !== undefined) checkInteger('options.maxLength', maxLength, 0, MAX_LENGTH)
+  if (largeLimit !== undefined) checkInteger('options.largeLimit', largeLimit, 0, kMaxThreads)
+  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath }
+}
+
+module.exports = { validateConfigure }

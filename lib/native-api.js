@@ -1,0 +1,285 @@
+'use strict'
+// The native backend's front end: node:fs-compatible file reads on a fair, bounded
+// native pool (index.js chooses it when the addon loads; lib/fallback.js otherwise).
+//
+// This file is the JS half of a read: argument handling (identical to node:fs),
+// callbacks and promises, AbortSignal wiring, and turning native outcomes into
+// node:fs results and errors. The native half (binding.js, generated) runs the
+// read on fairfs's own threads and reports back once per batch of finished reads.
+
+const { Buffer } = require('node:buffer')
+const { O_RDONLY } = require('node:fs').constants
+const { binding: native, track, nativeError, setMaxLength, getMaxLength } = require('./native')
+const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
+const { invalidArgType, outOfRange, AbortError } = require('./errors')
+const { validateConfigure } = require('./configure')
+const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./read-stream')
+
+/**
+ * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome
+ * that arrives after an abort ends as aborted: from the caller's side the read was
+ * still in flight, as node:fs's would be.
+ */
+function interpret(result, encoding, signal, path) {
+  if (result === null || (signal?.aborted && (Buffer.isBuffer(result) || typeof result === 'string'))) {
+    return [new AbortError(undefined, signal ? { cause: signal.reason } : undefined)]
+  }
+  // Text that needed no decoding arrives as a string already (see textWanted).
+  if (typeof result === 'string') return [null, result]
+  if (!Buffer.isBuffer(result)) return [nativeError(result, path)]
+  if (!encoding) return [null, result]
+  try {
+    return [null, result.toString(encoding)]
+  } catch (err) {
+    return [err]
+  }
+}
+
+function settle(req, result) {
+  if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
+  const [err, data] = interpret(result, req.encoding, req.signal, req.path)
+  return err ? req.done(err) : req.done(null, data)
+}
+
+/**
+ * What the native side may hand back as a string instead of a Buffer: 1 for latin1
+ * (every byte is one character), 2 for utf-8 and ascii (a file that is all ASCII is
+ * the same string in latin1, checked on the pool thread); 0 for a Buffer.
+ */
+function textWanted(encoding) {
+  switch (encoding) {
+    case 'latin1': case 'binary': return 1
+    case 'utf8': case 'utf-8': case 'ascii': return 2
+    default: return 0
+  }
+}
+
+/**
+ * Starts a read of `path` with validated `options`; `done(err, data)` runs once,
+ * always asynchronously. Throws for invalid arguments, like node:fs.
+ * `allowFd`: integer fds are accepted (fs.readFile) or rejected (fs.promises.readFile).
+ */
+function start(path, options, done, allowFd) {
+  const { signal, encoding } = options
+  let fd = -1
+  const handle = isFileHandle(path)
+  if (handle || (allowFd && isInt32(path))) {
+    fd = handle ? path.fd : path
+    if (fd < 0) {
+      // node:fs fails this from a later tick (uncatchably, in Node 20 to 24); we report it.
+      process.nextTick(done, outOfRange('fd', '>= 0 && <= 2147483647', fd))
+      return
+    }
+  }
+  if (signal?.aborted) {
+    process.nextTick(done, new AbortError(undefined, { cause: signal.reason }))
+    return
+  }
+  const req = { done, encoding, path: undefined, signal, onAbort: undefined }
+  let id
+  if (fd >= 0) {
+    id = native.readFd(fd, textWanted(encoding))
+  } else {
+    const flags = stringToFlags(options.flag)
+    const { native: nativePath, display } = validatePath(path)
+    req.path = display
+    if (fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
+      const data = native.readCached(nativePath, flags, kFastPathMax)
+      if (data !== null) {
+        // A macrotask, like a completion from the pool: a loop of cached reads must
+        // not starve I/O and timers the way a chain of nextTicks would.
+        setImmediate(settle, req, data)
+        return
+      }
+    }
+    id = native.readPath(nativePath, flags, 0o666, textWanted(encoding))
+  }
+  track(id, (result) => settle(req, result))
+  if (signal) {
+    req.onAbort = () => native.cancel(id)
+    signal.addEventListener('abort', req.onAbort, { once: true })
+  }
+}
+
+function readFileCallback(path, options, callback) {
+  if (typeof callback !== 'function') throw invalidArgType('cb', 'of type function', callback)
+  start(path, getOptions(options), callback, true)
+}
+
+function readFilePromise(path, options, allowFd) {
+  return new Promise((resolve, reject) => {
+    start(path, getOptions(options), (err, data) => (err ? reject(err) : resolve(data)), allowFd)
+  })
+}
+
+/**
+ * Reads a whole file, like `fs.readFile`. With a callback as the last argument it
+ * calls `callback(err, data)`; otherwise it returns a promise.
+ *
+ * @param {string | Buffer | URL | number | import('node:fs/promises').FileHandle} path
+ *   A path, a `file:` URL, or an open fd / FileHandle (read from its position, not closed).
+ * @param {string | { encoding?: BufferEncoding | null, flag?: string | number, signal?: AbortSignal }} [options]
+ * @param {(err: Error | null, data?: Buffer | string) => void} [callback]
+ * @returns {Promise<Buffer | string> | undefined}
+ */
+function readFile(path, options, callback) {
+  if (typeof options === 'function' && callback === undefined) return readFileCallback(path, undefined, options)
+  if (callback !== undefined) return readFileCallback(path, options, callback)
+  return readFilePromise(path, options, true)
+}
+
+/**
+ * Reads many files in one call; the results come in the order of `paths`. The reads
+ * share the pool fairly with all other traffic.
+ *
+ * @param {Iterable<string | Buffer | URL | number>} paths
+ * @param {string | { encoding?: BufferEncoding | null, flag?: string | number, signal?: AbortSignal, settle?: boolean }} [options]
+ *   `settle: true` resolves with `{ status: 'fulfilled', value }` or
+ *   `{ status: 'rejected', reason }` per file (like `Promise.allSettled`), so one bad
+ *   path does not lose the others; otherwise the first error rejects the batch.
+ * @returns {Promise<Array<Buffer | string> | Array<PromiseSettledResult<Buffer | string>>>}
+ */
+function readFiles(paths, options) {
+  return new Promise((resolve, reject) => {
+    if (paths == null || typeof paths[Symbol.iterator] !== 'function' || typeof paths === 'string') {
+      throw invalidArgType('paths', 'an instance of Array', paths)
+    }
+    const list = Array.isArray(paths) ? paths : Array.from(paths)
+    const opts = getOptions(options)
+    const settleAll = opts.settle === true
+    if (opts.signal?.aborted) throw new AbortError(undefined, { cause: opts.signal.reason })
+    if (list.every((p) => typeof p === 'string' && !p.includes('\u0000'))) {
+      return readStringPaths(list, opts, settleAll, resolve, reject)
+    }
+    const results = new Array(list.length)
+    let left = list.length
+    let failed = false
+    if (left === 0) return resolve(results)
+    for (let i = 0; i < list.length; i++) {
+      const done = (err, data) => {
+        if (failed) return
+        if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value: data }
+        else if (err) {
+          failed = true
+          return reject(err)
+        } else results[i] = data
+        if (--left === 0) resolve(results)
+      }
+      try {
+        start(list[i], opts, done, true)
+      } catch (err) {
+        done(err)
+      }
+    }
+  })
+}
+
+/**
+ * readFiles for plain string paths: the whole batch is one native request, so the
+ * JS thread pays one call and one completion for all of it.
+ */
+function readStringPaths(list, options, settleAll, resolve, reject) {
+  const { signal, encoding } = options
+  const id = native.readPaths(list, stringToFlags(options.flag), 0o666)
+  const onAbort = () => native.cancel(id)
+  track(id, ([slabs, spans, others]) => {
+    signal?.removeEventListener('abort', onAbort)
+    if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
+    const results = new Array(others.length)
+    for (let i = 0; i < others.length; i++) {
+      // Small results are views of shared slabs (see src/pack.rs); others[i] holds the rest.
+      const slab = spans[3 * i]
+      const outcome = slab < 0 ? others[i] : slabs[slab].subarray(spans[3 * i + 1], spans[3 * i + 1] + spans[3 * i + 2])
+      const [err, value] = interpret(outcome, encoding, undefined, list[i])
+      if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value }
+      else if (err) return reject(err)
+      else results[i] = value
+    }
+    resolve(results)
+  })
+  signal?.addEventListener('abort', onAbort, { once: true })
+}
+
+/**
+ * The promise API, like `fs.promises`. As in node:fs/promises, `path` may be a
+ * FileHandle but not an integer fd.
+ */
+const promises = {
+  /** @returns {Promise<Buffer | string>} */
+  readFile(path, options) {
+    return readFilePromise(path, options, false)
+  },
+}
+
+/** Files up to this size may be read on the calling thread when fully cached. */
+const kFastPathMax = 64 * 1024
+let fastPath = true
+
+/**
+ * Changes the pool: `threads` (1..1024) resizes it at once; `chunkSize` (4 KiB..64 MiB)
+ * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
+ * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
+ * stream reads ahead; `nice` (-20..19, default 5) is the pool threads' CPU priority
+ * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
+ * which reads fail with ERR_FS_FILE_TOO_LARGE; `largeLimit` (0..1024) is how many files
+ * over one chunk are read at once (0: the default, the machine's cores minus one, so
+ * that a core stays free for the event loop and libuv's threads); `fastPath` (default
+ * true) lets small, fully cached files be read on the calling thread without blocking
+ * (Linux 5.12+).
+ * Invalid values throw and change nothing.
+ */
+function configure(options) {
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath: fast } = validateConfigure(options)
+  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit)
+  if (readAhead !== undefined) setReadAhead(readAhead)
+  if (maxLength !== undefined) setMaxLength(maxLength)
+  if (fast !== undefined) fastPath = fast
+}
+
+/**
+ * `backend: 'native'` and the pool counters: threads, queued, active, completed,
+ * cancelled, bytesRead, chunksRead, chunkSize, readAhead, and `pool`: the buffer
+ * pool's hits, misses, pooledBytes, outstanding and maxPooledBytes.
+ */
+function stats() {
+  return { backend: 'native', ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), fastPath }
+}
+
+/**
+ * `fs.readFile`'s exact shape (callback required), for patching node:fs.
+ * @param {string | Buffer | URL | number} path
+ * @param {string | object | Function} options
+ * @param {Function} [callback]
+ */
+function readFileCallbackOnly(path, options, callback) {
+  if (typeof options === 'function' && callback === undefined) return readFileCallback(path, undefined, options)
+  return readFileCallback(path, options, callback)
+}
+
+const patcher = require('./install')
+
+/**
+ * Makes node:fs use fairfs: `fs.readFile`, `fs.promises.readFile` and
+ * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
+ */
+function install() {
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream })
+}
+
+/** Restores the node:fs functions `install()` replaced. */
+function uninstall() {
+  patcher.uninstall()
+}
+
+module.exports = {
+  readFile,
+  readFiles,
+  promises,
+  createReadStream,
+  ReadStream,
+  configure,
+  stats,
+  install,
+  uninstall,
+  isInstalled: patcher.isInstalled,
+}
