@@ -1,0 +1,47 @@
+// Builds the addon, the way every build of it should be made (tests, bench, release).
+//
+//   node scripts/build.mjs [--debug] [--target <triple>]
+//
+// * linux-x64 host, linux gnu target: links with napi-rs's cross toolchain (a glibc
+//   2.17 sysroot, see scripts/cross-toolchain.mjs), so the binary we test is the one
+//   we ship and loads on any glibc >= 2.17, not only on this machine's glibc.
+// * A target whose std rustup does not have here (aarch64-unknown-linux-gnu) is built
+//   with Debian's Rust and `-Zbuild-std` (scripts/debian-rust.sh installs it).
+// * Anywhere else (a clone on macOS, say): a plain `napi build` for the host.
+//
+// The generated loader and types (binding.js, binding.d.ts) come from host builds
+// only; they are the same for every target.
+import { execFileSync } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+const args = process.argv.slice(2)
+const debug = args.includes('--debug')
+const targetAt = args.indexOf('--target')
+const target = targetAt >= 0 ? args[targetAt + 1] : undefined
+
+const hostTriple = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[process.arch]
+const linuxX64 = process.platform === 'linux' && process.arch === 'x64' && process.report.getReport().header.glibcVersionRuntime !== undefined
+const triple = target ?? (linuxX64 ? hostTriple : undefined)
+const napiCross = linuxX64 && (triple === 'x86_64-unknown-linux-gnu' || triple === 'aarch64-unknown-linux-gnu')
+const foreignStd = triple !== undefined && triple !== hostTriple
+
+const napi = ['node_modules/@napi-rs/cli/dist/cli.js', 'build', '--platform', '--features', 'node']
+if (!debug) napi.push('--release')
+if (triple) napi.push('--target', triple)
+if (foreignStd) napi.push('--no-js', '--dts', path.join('target', triple, 'binding.d.ts'))
+else napi.push('--js', 'binding.js', '--dts', 'binding.d.ts')
+
+const env = { ...process.env }
+if (napiCross) {
+  execFileSync(process.execPath, [path.join(root, 'scripts/cross-toolchain.mjs'), triple], { cwd: root, stdio: 'inherit' })
+  napi.push('--use-napi-cross')
+}
+if (foreignStd) {
+  execFileSync('bash', [path.join(root, 'scripts/debian-rust.sh')], { cwd: root, stdio: 'inherit' })
+  Object.assign(env, { CARGO: '/usr/bin/cargo', RUSTC: '/usr/bin/rustc', RUSTC_BOOTSTRAP: '1' })
+  napi.push('--target-dir', path.join('target', 'build-std'), '--', '-Zbuild-std=std,panic_abort')
+}
+
+execFileSync(process.execPath, napi, { cwd: root, stdio: 'inherit', env })
