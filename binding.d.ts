@@ -33,7 +33,7 @@ export declare function closeFd(fd: number): number
 export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null): void
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
-export declare function init(onComplete: (batch: Array<number | Buffer | [number, string, string, string] | null>) => void, maxLength: number): void
+export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
 
 /** Opens `path`; the result is the fd. Returns the request id. */
 export declare function openPath(path: string | Uint8Array, flags: number, mode: number): number

@@ -44,11 +44,20 @@ function outOfRange(name, range, value) {
   return withCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${inspect(value)}`), 'ERR_OUT_OF_RANGE')
 }
 
+/** libuv's errors as this Node names them: errno -> [code, description]. */
+let systemErrors
+
 /**
- * A failed system call, from the native `[errno, code, description, syscall]`.
+ * A failed system call, from the native `[errno, syscall]`, where errno is libuv's
+ * negative error number: the same error node:fs builds (its C++ `UVException`).
  * node:fs adds the path only to errors of calls that take one (`open` here).
  */
-function uvError([errno, code, description, syscall], path) {
+function uvError([errno, syscall], path) {
+  systemErrors ??= require('node:util').getSystemErrorMap()
+  // For a number libuv does not name, node:fs's code and text both come from
+  // uv_err_name / uv_strerror: 'Unknown system error -116'.
+  const unknown = `Unknown system error ${errno}`
+  const [code, description] = systemErrors.get(errno) ?? [unknown, unknown]
   const withPath = syscall === 'open' && path !== undefined
   const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}`)
   err.errno = errno

@@ -8,7 +8,7 @@
 // read on fairfs's own threads and reports back once per batch of finished reads.
 
 const { Buffer } = require('node:buffer')
-const { O_RDONLY } = require('node:fs').constants
+const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
 const { binding: native, track, nativeError, setMaxLength, getMaxLength } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
@@ -59,6 +59,14 @@ function textWanted(encoding) {
  * always asynchronously. Throws for invalid arguments, like node:fs.
  * `allowFd`: integer fds are accepted (fs.readFile) or rejected (fs.promises.readFile).
  */
+/**
+ * On Windows a caller's integer fd indexes node.exe's own C runtime, which Node links
+ * statically, so the addon's C runtime cannot resolve it (and aborts on an fd it does
+ * not know). Reads of the caller's fds and FileHandles go to node:fs there; fds the
+ * addon opens itself (paths, streams) stay in its own runtime.
+ */
+const kForeignFds = process.platform === 'win32'
+
 function start(path, options, done, allowFd) {
   const { signal, encoding } = options
   let fd = -1
@@ -73,6 +81,11 @@ function start(path, options, done, allowFd) {
   }
   if (signal?.aborted) {
     process.nextTick(done, new AbortError(undefined, { cause: signal.reason }))
+    return
+  }
+  if (fd >= 0 && kForeignFds) {
+    const read = handle ? path.readFile(options) : new Promise((resolve, reject) => nodeReadFile(fd, options, (err, data) => (err ? reject(err) : resolve(data))))
+    read.then((data) => done(null, data), done)
     return
   }
   const req = { done, encoding, path: undefined, signal, onAbort: undefined }

@@ -36,8 +36,9 @@ function track(id, handler) {
 }
 
 /**
- * The error a native failure stands for: `[errno, code, description, syscall]`
- * is an OS error (node:fs adds `path` to `open` errors), `[size]` a file over the limit.
+ * The error a native failure stands for: `[errno, syscall]` is an OS error (errno is
+ * libuv's negative error number, named by uvError; node:fs adds `path` to `open`
+ * errors), `[size]` a file over the limit.
  */
 function nativeError(result, path) {
   return result.length === 1 ? fileTooLarge(result[0], maxLength) : uvError(result, path)

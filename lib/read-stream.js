@@ -11,6 +11,7 @@ const { Readable, finished } = require('node:stream')
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
 const { binding, track, nativeError } = require('./native')
+const { createReadStream: nodeCreateReadStream } = require('node:fs') // before install() patches it
 const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange } = require('./errors')
 
@@ -218,7 +219,7 @@ class ReadStream extends Readable {
       if (result === null) return // cancelled: only happens while destroying
       if (!Buffer.isBuffer(result)) {
         this.#ready.delete(this.#seqPush++)
-        if (this.#implicitPosition && result[1] === 'ESPIPE') {
+        if (this.#implicitPosition && nativeError(result).code === 'ESPIPE') {
           // A pipe or device opened by path: read at its current position instead.
           this.#positional = false
           this.#implicitPosition = false
@@ -296,6 +297,10 @@ Object.setPrototypeOf(ReadStream.prototype, require('node:fs').ReadStream.protot
  * `highWaterMark`, `signal`) plus `readAhead`, the chunks read ahead (default 4).
  */
 function createReadStream(path, options) {
+  // A caller's fd on Windows belongs to node.exe's C runtime (see native-api.js).
+  if (process.platform === 'win32' && options != null && typeof options === 'object' && options.fd != null) {
+    return nodeCreateReadStream(path, options)
+  }
   return new ReadStream(path, options)
 }
 

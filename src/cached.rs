@@ -8,10 +8,14 @@
 //! stalls the caller; any failure, short read or file that is not a small regular
 //! file is a [`Cached::Miss`], and the caller goes through the pool, which gives
 //! the real result or error.
+//!
+//! Only Linux has such calls. Elsewhere, and with `--cfg fairfs_portable`, every
+//! call is a miss and every read goes through the pool.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
 use crate::sys;
 
 /// Hits and misses of the fast path, process-wide.
@@ -35,7 +39,7 @@ pub fn try_read(path: &CStr, flags: i32, max_size: usize) -> Cached {
     result
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
 fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     if flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) != 0 {
         return Cached::Miss;
@@ -59,7 +63,7 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     result.map_or(Cached::Miss, Cached::Hit)
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
 fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
     Cached::Miss
 }
@@ -73,6 +77,7 @@ mod tests {
         CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
     }
 
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
     fn cached_small_files_hit_and_everything_else_misses() {
         let dir = std::env::temp_dir().join(format!("fairfs-cached-{}", std::process::id()));
@@ -99,5 +104,18 @@ mod tests {
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         assert_eq!(try_read(&c(&fifo), libc::O_RDONLY, 1024), Cached::Miss);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    #[test]
+    fn without_the_linux_calls_every_read_misses() {
+        let p = std::env::temp_dir().join(format!("fairfs-cached-portable-{}", std::process::id()));
+        std::fs::write(&p, b"hello").unwrap();
+        let _ = std::fs::read(&p);
+        let misses = MISSES.load(Ordering::Relaxed);
+        assert_eq!(try_read(&c(&p), 0, 1024), Cached::Miss);
+        assert_eq!(MISSES.load(Ordering::Relaxed), misses + 1, "counted as a miss");
+        assert_eq!(HITS.load(Ordering::Relaxed), 0);
+        std::fs::remove_file(p).unwrap();
     }
 }

@@ -4,21 +4,20 @@
 //! `readFile` requests share the pool by the same deficit round robin.
 
 use std::ffi::CStr;
-use std::os::fd::RawFd;
 
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::read::MAX_READ_SYSCALL;
-use crate::sys;
+use crate::sys::{self, Fd};
 
 /// An fd we opened and nobody has taken yet: closed on drop, so an open whose
 /// requester has gone away (a terminated worker) does not leak it.
 #[derive(Debug)]
-pub struct OpenedFd(RawFd);
+pub struct OpenedFd(Fd);
 
 impl OpenedFd {
     /// Hands the fd over; closing it is now the caller's job.
-    pub fn into_raw(self) -> RawFd {
+    pub fn into_raw(self) -> Fd {
         let fd = self.0;
         std::mem::forget(self);
         fd
@@ -40,7 +39,7 @@ pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<OpenedFd, ReadError> {
 /// or at the fd's current position when `None` (fd streams, FIFOs). An empty result
 /// means end of file.
 pub fn read(
-    fd: RawFd,
+    fd: Fd,
     position: Option<u64>,
     len: usize,
     buffers: Option<&'static BufferPool>,
@@ -48,13 +47,13 @@ pub fn read(
     let len = len.clamp(1, MAX_READ_SYSCALL);
     let mut buf = PooledBytes::with_capacity(len, buffers);
     if buf.vec_mut().capacity() < len {
-        return Err(ReadError::Io(FsError::new(libc::ENOMEM, Syscall::Read)));
+        return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
     }
     sys::read_into(fd, buf.vec_mut(), len, position)?;
     Ok(buf)
 }
 
-pub fn close(fd: RawFd) -> Result<(), ReadError> {
+pub fn close(fd: Fd) -> Result<(), ReadError> {
     Ok(sys::close(fd)?)
 }
 

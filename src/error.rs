@@ -1,14 +1,13 @@
 //! Errors in node:fs's vocabulary.
 //!
-//! node:fs reports an OS error as `code`, `errno` (negative on POSIX), `syscall`
-//! and, for calls that take a path, `path`, with the message
-//! `"<CODE>: <libuv description>, <syscall>[ '<path>']"`. The core keeps the raw
-//! errno and the syscall; [`FsError::code`] and [`FsError::description`] give
-//! libuv's names so that any front end can build node's exact error.
+//! node:fs reports an OS error as `errno` (libuv's negative error number), `code`,
+//! `syscall` and, for calls that take a path, `path`, with the message
+//! `"<CODE>: <libuv description>, <syscall>[ '<path>']"`. The core keeps the raw OS
+//! error and the syscall; [`FsError::uv_errno`] gives libuv's number, from which the
+//! JS side names the error with `util.getSystemErrorMap()`, the table node:fs itself
+//! uses, so no list of names is kept here.
 
 use std::fmt;
-
-use crate::errno_table::ERRNO_TABLE;
 
 /// The system call that failed, named as node:fs names it in `err.syscall`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,46 +37,122 @@ impl Syscall {
 /// A failed system call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FsError {
-    /// The positive OS errno (`libc::ENOENT`, ...).
-    pub errno: i32,
+    /// The raw OS error: an errno (`libc::ENOENT`, ...) on unix, a Win32 error code
+    /// (`GetLastError`) on Windows.
+    pub os: i32,
     pub syscall: Syscall,
 }
 
 impl FsError {
-    pub fn new(errno: i32, syscall: Syscall) -> Self {
-        FsError { errno, syscall }
+    pub fn new(os: i32, syscall: Syscall) -> Self {
+        FsError { os, syscall }
     }
 
-    /// The error left in `errno` by the last failed libc call on this thread.
+    /// The error the last failed OS call left on this thread.
     pub fn last(syscall: Syscall) -> Self {
-        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-        FsError { errno, syscall }
+        Self::from_io(&std::io::Error::last_os_error(), syscall)
     }
 
-    /// libuv's code name, e.g. `"ENOENT"`; `"UNKNOWN"` for errnos libuv does not name.
-    pub fn code(&self) -> &'static str {
-        lookup(self.errno).map_or("UNKNOWN", |(code, _)| code)
+    /// The OS error behind `e` (`EIO` for the rare std error that has none).
+    pub fn from_io(e: &std::io::Error, syscall: Syscall) -> Self {
+        FsError { os: e.raw_os_error().unwrap_or(crate::sys::code::IO), syscall }
     }
 
-    /// libuv's description, e.g. `"no such file or directory"`.
-    pub fn description(&self) -> &'static str {
-        lookup(self.errno).map_or("unknown error", |(_, text)| text)
+    /// Memory for a read could not be allocated (`ENOMEM`).
+    pub fn out_of_memory(syscall: Syscall) -> Self {
+        FsError { os: crate::sys::code::NO_MEMORY, syscall }
     }
 
-    /// The value node:fs puts in `err.errno`: libuv's negated errno.
-    pub fn node_errno(&self) -> i32 {
-        -self.errno
+    /// The read was cancelled (`ECANCELED`).
+    pub fn cancelled(syscall: Syscall) -> Self {
+        FsError { os: crate::sys::code::CANCELLED, syscall }
+    }
+
+    /// The value node:fs puts in `err.errno`: libuv's error number, `-errno` on unix
+    /// and libuv's translation of the Win32 error on Windows.
+    pub fn uv_errno(&self) -> i32 {
+        #[cfg(unix)]
+        return -self.os;
+        #[cfg(windows)]
+        return uv_from_win32(self.os);
     }
 }
 
-fn lookup(errno: i32) -> Option<(&'static str, &'static str)> {
-    ERRNO_TABLE.iter().find(|(n, _, _)| *n == errno).map(|(_, code, text)| (*code, *text))
+/// libuv's Windows error numbers (`include/uv/errno.h`: on Windows every `UV_E*` is
+/// one of these fixed values, not `-errno`).
+#[cfg(any(windows, test))]
+mod uv_win {
+    pub const EOF: i32 = -4095;
+    pub const UNKNOWN: i32 = -4094;
+    pub const EACCES: i32 = -4092;
+    pub const EBADF: i32 = -4083;
+    pub const EBUSY: i32 = -4082;
+    pub const ECANCELED: i32 = -4081;
+    pub const ECONNRESET: i32 = -4077;
+    pub const EEXIST: i32 = -4075;
+    pub const EINVAL: i32 = -4071;
+    pub const EIO: i32 = -4070;
+    pub const EISDIR: i32 = -4068;
+    pub const ELOOP: i32 = -4067;
+    pub const EMFILE: i32 = -4066;
+    pub const ENAMETOOLONG: i32 = -4064;
+    pub const ENOENT: i32 = -4058;
+    pub const ENOMEM: i32 = -4057;
+    pub const ENOSPC: i32 = -4055;
+    pub const ENOTCONN: i32 = -4053;
+    pub const ENOTSUP: i32 = -4049;
+    pub const EPERM: i32 = -4048;
+    pub const EPIPE: i32 = -4047;
+    pub const EROFS: i32 = -4043;
+    pub const ETIMEDOUT: i32 = -4039;
+}
+
+/// libuv's `uv_translate_sys_error` (src/win/error.c) for the Win32 errors that
+/// opening, stat-ing, reading and closing files can give, so node:fs and fairfs
+/// name them alike. Everything else is `UV_UNKNOWN`, as in libuv, which has no
+/// pass-through for positive system codes: node:fs shows `UNKNOWN: unknown error`
+/// for those too. Codes whose translation changed between the libuv versions that
+/// Node 20 to 24 bundle (`ERROR_NO_DATA`, `ERROR_NOACCESS`, `ERROR_BUFFER_OVERFLOW`)
+/// are left out: none comes from file reads. `ERROR_HANDLE_EOF` and
+/// `ERROR_BROKEN_PIPE` are end of file, which std's reads already return as 0.
+/// Compiled on every platform so that its tests run on Linux.
+#[cfg(any(windows, test))]
+fn uv_from_win32(code: i32) -> i32 {
+    match code {
+        1 => uv_win::EISDIR,                    // ERROR_INVALID_FUNCTION (ReadFile on a directory)
+        2 | 3 => uv_win::ENOENT,                // ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
+        4 => uv_win::EMFILE,                    // ERROR_TOO_MANY_OPEN_FILES
+        5 => uv_win::EPERM,                     // ERROR_ACCESS_DENIED (EPERM in libuv releases)
+        6 | 1004 => uv_win::EBADF,              // ERROR_INVALID_HANDLE, ERROR_INVALID_FLAGS
+        8 | 14 => uv_win::ENOMEM,               // ERROR_NOT_ENOUGH_MEMORY, ERROR_OUTOFMEMORY
+        15 | 123 | 161 | 267 => uv_win::ENOENT, // ERROR_INVALID_DRIVE, _INVALID_NAME, _BAD_PATHNAME, _DIRECTORY
+        4392 => uv_win::ENOENT,                 // ERROR_INVALID_REPARSE_DATA
+        19 => uv_win::EROFS,                    // ERROR_WRITE_PROTECT
+        23 | 31 | 1117 => uv_win::EIO,          // ERROR_CRC, ERROR_GEN_FAILURE, ERROR_IO_DEVICE
+        32 | 33 | 231 => uv_win::EBUSY,         // ERROR_SHARING_VIOLATION, _LOCK_VIOLATION, _PIPE_BUSY
+        50 => uv_win::ENOTSUP,                  // ERROR_NOT_SUPPORTED
+        64 => uv_win::ECONNRESET,               // ERROR_NETNAME_DELETED (a network share went away)
+        80 | 183 => uv_win::EEXIST,             // ERROR_FILE_EXISTS, ERROR_ALREADY_EXISTS
+        87 => uv_win::EINVAL,                   // ERROR_INVALID_PARAMETER
+        109 => uv_win::EOF,                     // ERROR_BROKEN_PIPE
+        112 => uv_win::ENOSPC,                  // ERROR_DISK_FULL
+        121 => uv_win::ETIMEDOUT,               // ERROR_SEM_TIMEOUT
+        206 => uv_win::ENAMETOOLONG,            // ERROR_FILENAME_EXCED_RANGE
+        230 | 233 => uv_win::EPIPE,             // ERROR_BAD_PIPE, ERROR_PIPE_NOT_CONNECTED
+        740 | 1920 => uv_win::EACCES,           // ERROR_ELEVATION_REQUIRED, ERROR_CANT_ACCESS_FILE
+        995 => uv_win::ECANCELED,               // ERROR_OPERATION_ABORTED
+        1314 => uv_win::EPERM,                  // ERROR_PRIVILEGE_NOT_HELD
+        1921 => uv_win::ELOOP,                  // ERROR_CANT_RESOLVE_FILENAME (symlink loop)
+        2250 => uv_win::ENOTCONN,               // ERROR_NOT_CONNECTED
+        _ => uv_win::UNKNOWN,                   // incl. ERROR_FILE_TOO_LARGE (223): libuv has no mapping
+    }
 }
 
 impl fmt::Display for FsError {
-    /// node's message without the path suffix: `ENOENT: no such file or directory, open`.
+    /// The syscall and the OS's own text, e.g. `open: No such file or directory (os
+    /// error 2)`. Node users get node's message, built in JS from [`FsError::uv_errno`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}, {}", self.code(), self.description(), self.syscall.as_str())
+        write!(f, "{}: {}", self.syscall.as_str(), std::io::Error::from_raw_os_error(self.os))
     }
 }
 
@@ -119,21 +194,51 @@ impl std::error::Error for ReadError {}
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     #[test]
-    fn names_errors_as_libuv_does() {
+    fn unix_errors_are_negated_errnos() {
         let e = FsError::new(libc::ENOENT, Syscall::Open);
-        assert_eq!(e.code(), "ENOENT");
-        assert_eq!(e.node_errno(), -libc::ENOENT);
-        assert_eq!(e.to_string(), "ENOENT: no such file or directory, open");
-        let e = FsError::new(libc::EISDIR, Syscall::Read);
-        assert_eq!(e.to_string(), "EISDIR: illegal operation on a directory, read");
-        assert!(!e.syscall.takes_path());
+        assert_eq!(e.uv_errno(), -libc::ENOENT);
+        assert_eq!(FsError::new(libc::EISDIR, Syscall::Read).uv_errno(), -libc::EISDIR);
+        assert_eq!(FsError::cancelled(Syscall::Read).uv_errno(), -libc::ECANCELED);
+        assert_eq!(FsError::out_of_memory(Syscall::Read).uv_errno(), -libc::ENOMEM);
+        // What node's map names ENOENT and EISDIR on Linux, macOS and FreeBSD alike.
+        assert_eq!(e.uv_errno(), -2);
+        assert_eq!(FsError::new(libc::EISDIR, Syscall::Read).uv_errno(), -21);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn display_names_the_syscall_and_the_os_error() {
+        let e = FsError::new(libc::ENOENT, Syscall::Open);
+        assert_eq!(e.to_string(), format!("open: {}", std::io::Error::from_raw_os_error(libc::ENOENT)));
+        assert!(e.to_string().contains("(os error 2)"), "{e}");
+        assert!(e.syscall.takes_path());
+        assert!(!Syscall::Read.takes_path());
     }
 
     #[test]
-    fn unknown_errno_is_named_unknown() {
-        let e = FsError::new(100_000, Syscall::Read);
-        assert_eq!(e.code(), "UNKNOWN");
-        assert_eq!(e.description(), "unknown error");
+    fn io_errors_keep_their_os_error() {
+        let io = std::io::Error::from_raw_os_error(crate::sys::code::NO_MEMORY);
+        assert_eq!(FsError::from_io(&io, Syscall::Read), FsError::out_of_memory(Syscall::Read));
+        // std errors without an OS error (none expected from file calls) become EIO.
+        let e = FsError::from_io(&std::io::ErrorKind::InvalidInput.into(), Syscall::Open);
+        assert_eq!(e.os, crate::sys::code::IO);
+    }
+
+    #[test]
+    fn win32_errors_translate_as_libuv_does() {
+        // Values from libuv's include/uv/errno.h (Windows) and src/win/error.c.
+        assert_eq!(uv_from_win32(2), -4058, "ERROR_FILE_NOT_FOUND is ENOENT");
+        assert_eq!(uv_from_win32(3), -4058, "ERROR_PATH_NOT_FOUND is ENOENT");
+        assert_eq!(uv_from_win32(1), -4068, "ERROR_INVALID_FUNCTION is EISDIR");
+        assert_eq!(uv_from_win32(5), -4048, "ERROR_ACCESS_DENIED is EPERM");
+        assert_eq!(uv_from_win32(6), -4083, "ERROR_INVALID_HANDLE is EBADF");
+        assert_eq!(uv_from_win32(4), -4066, "ERROR_TOO_MANY_OPEN_FILES is EMFILE");
+        assert_eq!(uv_from_win32(32), -4082, "ERROR_SHARING_VIOLATION is EBUSY");
+        assert_eq!(uv_from_win32(8), -4057, "ERROR_NOT_ENOUGH_MEMORY is ENOMEM");
+        assert_eq!(uv_from_win32(995), -4081, "ERROR_OPERATION_ABORTED is ECANCELED");
+        assert_eq!(uv_from_win32(223), -4094, "ERROR_FILE_TOO_LARGE is UNKNOWN in libuv");
+        assert_eq!(uv_from_win32(0x7fff), -4094, "anything else is UNKNOWN");
     }
 }

@@ -8,7 +8,8 @@
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
-//! * [`error`]: OS errors named the way node:fs names them.
+//! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
+//! * `sys`: the OS calls, through libc on unix and std on Windows.
 //!
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
@@ -16,7 +17,6 @@
 pub mod buffer_pool;
 pub mod cached;
 pub mod chunk;
-mod errno_table;
 pub mod error;
 mod loom;
 pub mod pack;
@@ -37,3 +37,5 @@ pub use pool::global;
 pub use pool::{Job, Piece, Pool, Stats, Step, Ticket};
 pub use read::{FileRead, Progress, ReadLimits, Source};
 pub use request::{read_blocking, submit_read, OnceJob, Outcome};
+/// A file descriptor as Node hands them out (a C runtime fd on Windows).
+pub use sys::Fd;

@@ -121,7 +121,7 @@ fn set_referenced(env: &Env, st: &mut EnvState, want: bool) -> Result<()> {
 
 /// Sets up this environment: `onComplete(batch)` receives finished reads.
 #[napi(
-    ts_args_type = "onComplete: (batch: Array<number | Buffer | [number, string, string, string] | null>) => void, maxLength: number"
+    ts_args_type = "onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number"
 )]
 pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Result<()> {
     if env.get_instance_data::<EnvState>()?.is_some() {
@@ -496,13 +496,39 @@ type CreateExternalLatin1 = unsafe extern "C" fn(
 fn create_external_latin1() -> Option<CreateExternalLatin1> {
     static FOUND: std::sync::OnceLock<Option<CreateExternalLatin1>> = std::sync::OnceLock::new();
     *FOUND.get_or_init(|| {
-        // SAFETY: dlsym with a NUL-terminated name only looks the symbol up. Node
-        // exports it with exactly the signature of `CreateExternalLatin1`.
-        unsafe {
-            let sym = libc::dlsym(libc::RTLD_DEFAULT, c"node_api_create_external_string_latin1".as_ptr());
-            (!sym.is_null()).then(|| std::mem::transmute::<*mut libc::c_void, CreateExternalLatin1>(sym))
-        }
+        let sym = find_node_symbol(c"node_api_create_external_string_latin1");
+        // SAFETY: Node exports this symbol with exactly the signature of
+        // `CreateExternalLatin1`.
+        (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut std::ffi::c_void, CreateExternalLatin1>(sym) })
     })
+}
+
+/// The address of Node's exported symbol `name`, or null.
+#[cfg(unix)]
+fn find_node_symbol(name: &std::ffi::CStr) -> *mut std::ffi::c_void {
+    // SAFETY: dlsym with a NUL-terminated name only looks the symbol up.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+}
+
+/// The address of Node's exported symbol `name`, or null. On Windows Node-API lives
+/// in the executable (node.exe, electron.exe), which is where napi-rs finds it too;
+/// a Node embedded as libnode.dll gets copied strings.
+#[cfg(windows)]
+fn find_node_symbol(name: &std::ffi::CStr) -> *mut std::ffi::c_void {
+    #[link(name = "kernel32")]
+    extern "system" {
+        fn GetModuleHandleW(name: *const u16) -> *mut std::ffi::c_void;
+        fn GetProcAddress(module: *mut std::ffi::c_void, name: *const std::ffi::c_char) -> *mut std::ffi::c_void;
+    }
+    // SAFETY: a null name asks for the executable's module, which is never unloaded;
+    // GetProcAddress with a NUL-terminated name only looks the symbol up.
+    unsafe {
+        let exe = GetModuleHandleW(std::ptr::null());
+        if exe.is_null() {
+            return std::ptr::null_mut();
+        }
+        GetProcAddress(exe, name.as_ptr())
+    }
 }
 
 /// Frees the bytes behind an external string once V8 has collected it.
@@ -551,7 +577,9 @@ fn to_latin1_string(env: &Env, bytes: PooledBytes) -> Result<napi::sys::napi_val
 
 fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
     match err {
-        ReadError::Io(e) => (e.node_errno(), e.code(), e.description(), e.syscall.as_str()).into_unknown(env),
+        // libuv's error number and the syscall: JS names the error from Node's own
+        // map (`util.getSystemErrorMap()`), exactly as node:fs does.
+        ReadError::Io(e) => (e.uv_errno(), e.syscall.as_str()).into_unknown(env),
         ReadError::TooLarge { size } => (size as f64,).into_unknown(env),
         ReadError::Cancelled => Null.into_unknown(env),
     }
@@ -559,8 +587,8 @@ fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
 
 impl ToNapiValue for Batch {
     /// `[id, result, id, result, ...]`, where result is a Buffer (read), a number
-    /// (opened fd), `undefined` (closed), `[errno, code, description, syscall]` (OS
-    /// error), `[size]` (file over the limit), or `null` (cancelled).
+    /// (opened fd), `undefined` (closed), `[uvErrno, syscall]` (OS error: libuv's
+    /// negative error number), `[size]` (file over the limit), or `null` (cancelled).
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;

@@ -17,12 +17,11 @@
 //!   into memory that anyone else can see.
 
 use std::mem::MaybeUninit;
-use std::os::fd::RawFd;
 
 use crate::buffer_pool::PooledBytes;
 use crate::error::{FsError, Syscall};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
-use crate::sys;
+use crate::sys::{self, Fd};
 
 /// What the parts handed out so far have done.
 #[derive(Debug)]
@@ -52,7 +51,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct Parts {
     shared: Arc<Shared>,
-    fd: RawFd,
+    fd: Fd,
     buf: PooledBytes,
     /// The start of `buf`'s spare capacity, taken once so that parts never need a
     /// reference to the buffer while others write into it.
@@ -71,7 +70,7 @@ unsafe impl Send for Parts {}
 #[derive(Debug)]
 pub struct Part {
     shared: Arc<Shared>,
-    fd: RawFd,
+    fd: Fd,
     ptr: *mut MaybeUninit<u8>,
     offset: usize,
     len: usize,
@@ -85,7 +84,7 @@ unsafe impl Send for Part {}
 impl Parts {
     /// Parts of a `size`-byte read of `fd` into `buf` (empty, capacity >= `size`).
     /// `fd` must stay open until the parts are done: drop or finish `Parts` first.
-    pub fn new(fd: RawFd, mut buf: PooledBytes, size: usize) -> Parts {
+    pub fn new(fd: Fd, mut buf: PooledBytes, size: usize) -> Parts {
         let spare = buf.vec_mut().spare_capacity_mut();
         assert!(spare.len() >= size, "the buffer must hold the whole file");
         let base = spare.as_mut_ptr();
@@ -207,7 +206,7 @@ impl Drop for Part {
         let mut tally = self.shared.lock();
         if !self.read {
             // Only a cancelled read drops a part unread; make sure it never completes.
-            tally.error.get_or_insert(FsError::new(libc::ECANCELED, Syscall::Read));
+            tally.error.get_or_insert(FsError::cancelled(Syscall::Read));
         }
         tally.in_flight -= 1;
         if tally.in_flight == 0 {
@@ -219,6 +218,7 @@ impl Drop for Part {
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::os::fd::AsRawFd;
 
     fn file(name: &str, data: &[u8]) -> std::fs::File {
@@ -307,6 +307,6 @@ mod tests {
         let mut parts = parts_of(&f, 20);
         drop(parts.claim(10).unwrap());
         assert!(parts.claim(10).is_none());
-        assert_eq!(parts.finish(), Err(FsError::new(libc::ECANCELED, Syscall::Read)));
+        assert_eq!(parts.finish(), Err(FsError::cancelled(Syscall::Read)));
     }
 }

@@ -22,12 +22,11 @@
 //! `pread` at its own offset.
 
 use std::ffi::CString;
-use std::os::fd::RawFd;
 
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::parts::{Part, Parts};
-use crate::sys;
+use crate::sys::{self, Fd};
 
 /// The largest read we ever ask the kernel for: Linux caps reads just below 2 GiB
 /// and Node aborts on lengths of 2^31 or more.
@@ -39,7 +38,7 @@ pub enum Source {
     /// Open this path with `flags` and `mode`, and close it when done.
     Path { path: CString, flags: i32, mode: u32 },
     /// Read this caller-owned fd from its current position; never close it.
-    Fd(RawFd),
+    Fd(Fd),
 }
 
 /// Limits of one read.
@@ -93,7 +92,7 @@ enum State {
 
 #[derive(Debug)]
 struct OpenFile {
-    fd: RawFd,
+    fd: Fd,
     /// We opened it, so we close it (and may use `pread` at our own offsets).
     owned: bool,
     buf: PooledBytes,
@@ -246,7 +245,7 @@ fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
 }
 
 fn out_of_memory() -> ReadError {
-    ReadError::Io(FsError::new(libc::ENOMEM, Syscall::Read))
+    ReadError::Io(FsError::out_of_memory(Syscall::Read))
 }
 
 /// Reads a whole file on the calling thread, step by step (for tests and benches).
@@ -260,6 +259,7 @@ pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<PooledBytes, Re
 pub(crate) mod tests {
     use super::*;
     use std::io::{Seek, SeekFrom, Write};
+    #[cfg(unix)]
     use std::os::fd::AsRawFd;
 
     fn path_source(p: &std::path::Path) -> Source {

@@ -1,0 +1,261 @@
+//! The system calls a read needs, as safe functions: the only module of the core
+//! that talks to the OS (through libc or std).
+//!
+//! Which implementation is compiled:
+//!
+//! | build | file I/O | accelerators |
+//! |---|---|---|
+//! | Linux | [`unix`]: libc `open`/`fstat`/`pread`/`read`/`close` | [`linux`]: `openat2(RESOLVE_CACHED)`, `preadv2(RWF_NOWAIT)`, `MADV_HUGEPAGE`, per-thread nice |
+//! | macOS, FreeBSD | [`unix`] | none |
+//! | Windows | [`std_io`]: `std::fs::File` behind CRT fds | none |
+//! | any unix with `--cfg fairfs_portable` | [`std_io`] | none |
+//!
+//! `--cfg fairfs_portable` exists so that `cargo test` on Linux runs the code that
+//! Windows gets: the std-based file I/O and every "no accelerator" fallback.
+//!
+//! A failure becomes an [`FsError`] holding the raw OS error (errno on unix, a Win32
+//! error code on Windows) and the syscall node:fs would name.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+
+use crate::error::FsError;
+
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+mod linux;
+#[cfg(any(windows, fairfs_portable))]
+mod std_io;
+#[cfg(all(unix, not(fairfs_portable)))]
+mod unix;
+
+#[cfg(any(windows, fairfs_portable))]
+use std_io as imp;
+#[cfg(all(unix, not(fairfs_portable)))]
+use unix as imp;
+
+/// A file descriptor as Node hands them out: a POSIX fd on unix, a C runtime fd on
+/// Windows (what libuv's `uv_fs_open` returns there).
+pub type Fd = std::ffi::c_int;
+
+/// The part of `fstat` a read needs.
+#[derive(Clone, Copy, Debug)]
+pub struct FileStat {
+    pub is_regular: bool,
+    pub size: u64,
+}
+
+/// Raw OS error codes the core reports without a failed call (a failed allocation, a
+/// cancelled part), in the OS's own numbering so that [`FsError::uv_errno`]
+/// translates them like any other.
+#[cfg(unix)]
+pub mod code {
+    pub const NO_MEMORY: i32 = libc::ENOMEM;
+    pub const CANCELLED: i32 = libc::ECANCELED;
+    /// For failures std reports without an OS error (not expected from file calls).
+    pub const IO: i32 = libc::EIO;
+}
+
+/// Win32 error codes, see above; each is one libuv translates (`uv_translate_sys_error`).
+#[cfg(windows)]
+pub mod code {
+    pub const NO_MEMORY: i32 = 8; // ERROR_NOT_ENOUGH_MEMORY -> ENOMEM
+    pub const CANCELLED: i32 = 995; // ERROR_OPERATION_ABORTED -> ECANCELED
+    pub const IO: i32 = 31; // ERROR_GEN_FAILURE -> EIO
+    pub const BAD_FD: i32 = 6; // ERROR_INVALID_HANDLE -> EBADF
+    pub const TOO_MANY_FILES: i32 = 4; // ERROR_TOO_MANY_OPEN_FILES -> EMFILE
+    pub const INVALID_NAME: i32 = 123; // ERROR_INVALID_NAME -> ENOENT
+}
+
+/// Opens `path` with Node's numeric `flags` (`fs.constants.O_*` of this platform) and
+/// `mode`, close-on-exec / not inherited, as libuv does.
+pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<Fd, FsError> {
+    imp::open(path, flags, mode)
+}
+
+pub fn fstat(fd: Fd) -> Result<FileStat, FsError> {
+    imp::fstat(fd)
+}
+
+pub fn close(fd: Fd) -> Result<(), FsError> {
+    imp::close(fd)
+}
+
+/// One `read` (or `pread` at `offset`; `None` reads at the fd's current position,
+/// which also works for pipes and user-supplied fds) into `dst`, which may be
+/// uninitialised. Returns how many of its first bytes were filled; 0 means end of
+/// file. `EINTR` is retried.
+pub fn read_uninit(fd: Fd, dst: &mut [MaybeUninit<u8>], offset: Option<u64>) -> Result<usize, FsError> {
+    let n = imp::read_uninit(fd, dst, offset)?;
+    debug_assert!(n <= dst.len());
+    Ok(n)
+}
+
+/// Reads up to `len` bytes into the spare capacity of `buf` and extends it by what
+/// was read, as [`read_uninit`] does. Returns the number of bytes read.
+pub fn read_into(fd: Fd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) -> Result<usize, FsError> {
+    let spare = buf.spare_capacity_mut();
+    let len = len.min(spare.len());
+    let n = read_uninit(fd, &mut spare[..len], offset)?;
+    // SAFETY: `read_uninit` initialised the first `n <= len` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+// The accelerators: Linux-only calls that make reads cheaper, each with a fallback
+// that does without. None is needed for a correct result.
+
+/// `open_cached` and `read_nowait`: the cache-hit fast path ([`crate::cached`]),
+/// which exists only where they do.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+pub use linux::{open_cached, read_nowait};
+
+/// Asks the kernel to back `mem` with transparent huge pages where it can (advice
+/// only; a no-op where there is no such advice).
+pub fn advise_huge_pages(mem: &mut [MaybeUninit<u8>]) {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    linux::advise_huge_pages(mem);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    let _ = mem;
+}
+
+/// Sets the calling thread's nice value, so pool threads run a little below the
+/// event loop and libuv's threads. Advice: the error says why it was not applied
+/// (`Unsupported` where threads have no nice value of their own).
+pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::set_thread_nice(nice);
+    // macOS and FreeBSD apply setpriority(PRIO_PROCESS) to the whole process, and
+    // Windows thread priorities are classes, not nice values: leave them alone.
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = nice;
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::error::Syscall;
+    use std::ffi::CString;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn c(p: &std::path::Path) -> CString {
+        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+    }
+
+    fn read_all(fd: Fd) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(100);
+        loop {
+            let at = buf.len() as u64;
+            if read_into(fd, &mut buf, 100, Some(at)).unwrap() == 0 {
+                return buf;
+            }
+        }
+    }
+
+    /// node:fs's flag strings (lib/args.js) open as open(2) would, in both builds.
+    #[test]
+    fn opens_with_node_flags() {
+        let dir = std::env::temp_dir().join(format!("fairfs-sys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("f");
+        let (r, wx, w_plus, a_plus) = (
+            libc::O_RDONLY,
+            libc::O_TRUNC | libc::O_CREAT | libc::O_WRONLY | libc::O_EXCL,
+            libc::O_TRUNC | libc::O_CREAT | libc::O_RDWR,
+            libc::O_APPEND | libc::O_CREAT | libc::O_RDWR,
+        );
+        assert_eq!(open(&c(&p), r, 0o666), Err(FsError::new(libc::ENOENT, Syscall::Open)));
+        close(open(&c(&p), wx, 0o640).unwrap()).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & !0o640, 0, "created with the mode (less the umask): {mode:o}");
+        assert_eq!(open(&c(&p), wx, 0o666), Err(FsError::new(libc::EEXIST, Syscall::Open)));
+        std::fs::write(&p, b"hello").unwrap();
+        let fd = open(&c(&p), a_plus, 0o666).unwrap();
+        assert_eq!(read_all(fd), b"hello", "a+ keeps the contents");
+        close(fd).unwrap();
+        let fd = open(&c(&p), w_plus, 0o666).unwrap();
+        assert_eq!(read_all(fd), b"", "w+ truncates");
+        close(fd).unwrap();
+        // Flags OpenOptions has no setter for still reach open(2).
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert_eq!(open(&c(&link), r | libc::O_NOFOLLOW, 0), Err(FsError::new(libc::ELOOP, Syscall::Open)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stats_reads_and_closes() {
+        let p = std::env::temp_dir().join(format!("fairfs-sys-read-{}", std::process::id()));
+        std::fs::write(&p, b"0123456789").unwrap();
+        let fd = open(&c(&p), libc::O_RDONLY, 0).unwrap();
+        let st = fstat(fd).unwrap();
+        assert!(st.is_regular);
+        assert_eq!(st.size, 10);
+        let mut buf = Vec::with_capacity(4);
+        assert_eq!(read_into(fd, &mut buf, 4, Some(6)).unwrap(), 4);
+        assert_eq!(buf, b"6789");
+        let mut dst = [MaybeUninit::new(0xff); 3];
+        assert_eq!(read_uninit(fd, &mut dst, None).unwrap(), 3, "at the position, which pread left at 0");
+        // SAFETY: every byte of `dst` was initialised (0xff) before the read.
+        assert_eq!(dst.map(|b| unsafe { b.assume_init() }), *b"012");
+        close(fd).unwrap();
+        assert_eq!(fstat(fd).unwrap_err(), FsError::new(libc::EBADF, Syscall::Fstat));
+        assert_eq!(read_uninit(fd, &mut dst, None).unwrap_err(), FsError::new(libc::EBADF, Syscall::Read));
+        assert_eq!(close(fd), Err(FsError::new(libc::EBADF, Syscall::Close)));
+        let dir = open(&c(&std::env::temp_dir()), libc::O_RDONLY, 0).unwrap();
+        assert!(!fstat(dir).unwrap().is_regular);
+        assert_eq!(read_uninit(dir, &mut dst, None).unwrap_err(), FsError::new(libc::EISDIR, Syscall::Read));
+        close(dir).unwrap();
+        std::fs::remove_file(p).unwrap();
+    }
+
+    /// Linux keeps a nice value per thread: setting it on one leaves the others alone.
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    #[test]
+    fn nice_applies_to_the_calling_thread_only() {
+        fn nice_of(stat: &str) -> i32 {
+            // Fields after the parenthesised command; nice is field 19 of the line.
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            rest.split(' ').nth(16).unwrap().parse().unwrap()
+        }
+        let before = nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap());
+        let inside = std::thread::spawn(move || {
+            set_thread_nice(before + 3).unwrap();
+            nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inside, (before + 3).min(19));
+        assert_eq!(nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()), before);
+    }
+
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    #[test]
+    fn nice_is_not_applied_without_per_thread_nice() {
+        assert_eq!(set_thread_nice(5).unwrap_err().kind(), std::io::ErrorKind::Unsupported);
+    }
+
+    /// The advice reaches the kernel: the mapping is flagged `hg` in smaps (needs
+    /// a kernel with transparent huge pages, which Linux CI machines have).
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    #[test]
+    fn huge_page_advice_marks_the_mapping() {
+        assert!(std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists(), "no THP in this kernel");
+        let mut v: Vec<u8> = Vec::with_capacity(8 << 20);
+        advise_huge_pages(v.spare_capacity_mut());
+        let addr = v.as_ptr() as usize + (4 << 20);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        let flags = smaps.lines().find_map(|line| {
+            if let Some((range, _)) = line.split_once(' ').filter(|(r, _)| r.contains('-') && !r.ends_with(':')) {
+                let (lo, hi) = range.split_once('-').unwrap();
+                let (lo, hi) = (usize::from_str_radix(lo, 16).ok()?, usize::from_str_radix(hi, 16).ok()?);
+                inside = (lo..hi).contains(&addr);
+            }
+            line.strip_prefix("VmFlags:").filter(|_| inside).map(str::to_owned)
+        });
+        assert!(flags.expect("the buffer's mapping").split_whitespace().any(|f| f == "hg"));
+    }
+}
