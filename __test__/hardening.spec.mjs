@@ -5,7 +5,7 @@ import { constants } from 'node:buffer'
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, nativeOnly, makeFile, tmpPath, openFdCount } from './helpers.mjs'
+import { fairfs, nativeOnly, needsRss, makeFile, tmpPath, openFdCount } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 
@@ -56,7 +56,7 @@ nativeOnly(test.serial)('/dev/zero and an endless FIFO stop at the configured ca
   t.is((await fairfs.readFile(path).catch((e) => e)).code, 'ERR_FS_FILE_TOO_LARGE', 'regular files too')
 })
 
-nativeOnly(test.serial)('300,000 reads with random aborts: no fd leaked, pool memory back, RSS stable', async (t) => {
+needsRss(nativeOnly(test.serial))('300,000 reads with random aborts: no fd leaked, pool memory back, RSS stable', async (t) => {
   const files = Array.from({ length: 16 }, (_, i) => makeFile(512 + i * 12_000))
   const fdsBefore = openFdCount()
   let ok = 0
@@ -116,7 +116,7 @@ nativeOnly(test.serial)('300,000 reads with random aborts: no fd leaked, pool me
   t.log(`ok ${ok}, aborted ${aborted}, RSS warm-up high ${(rssAfterWarmup / 2 ** 20).toFixed(1)} MiB, lowest of the last three checkpoints ${(rss / 2 ** 20).toFixed(1)} MiB`)
 })
 
-nativeOnly(test.serial)('10,000 requests at once complete with bounded memory', async (t) => {
+needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded memory', async (t) => {
   const { path, data } = makeFile(64 * 1024)
   const rssBefore = process.memoryUsage().rss
   const results = await Promise.all(Array.from({ length: 10_000 }, () => fairfs.readFile(path)))

@@ -25,6 +25,19 @@ export function nativeOnly(testFn) {
   return isNative ? testFn : (title, ...rest) => testFn.skip(`${title} [native backend only]`, ...rest)
 }
 
+/**
+ * Set by the runners that change what the platform can do (scripts/test-arm64.sh,
+ * the portable build in .ci/run): 'qemu-user' (no openat2, and no RSS in
+ * /proc/self/statm) or 'portable' (built with --cfg fairfs_portable: no fast path).
+ */
+export const emulated = process.env.FAIRFS_TEST_EMULATED === 'qemu-user'
+export const portable = process.env.FAIRFS_TEST_PORTABLE === '1'
+
+/** For tests that measure RSS, which qemu-user reports as 0: skipped there, visibly. */
+export function needsRss(testFn) {
+  return emulated ? (title, ...rest) => testFn.skip(`${title} [RSS is not measurable under qemu-user]`, ...rest) : testFn
+}
+
 export const tmpRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-test-'))
 process.on('exit', () => fs.rmSync(tmpRoot, { recursive: true, force: true }))
 

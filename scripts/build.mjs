@@ -1,6 +1,10 @@
 // Builds the addon, the way every build of it should be made (tests, bench, release).
 //
-//   node scripts/build.mjs [--debug] [--target <triple>]
+//   node scripts/build.mjs [--debug] [--target <triple>] [--out <dir>]
+//
+// `--out` builds a variant (say, with RUSTFLAGS="--cfg fairfs_portable") into <dir>
+// with its own cargo target dir, leaving the repository's own build alone; load it
+// with NAPI_RS_NATIVE_LIBRARY_PATH=<dir>/fairfs.<platform>.node.
 //
 // * linux-x64 host, linux gnu target: links with napi-rs's cross toolchain (a glibc
 //   2.17 sysroot, see scripts/cross-toolchain.mjs), so the binary we test is the one
@@ -20,6 +24,8 @@ const args = process.argv.slice(2)
 const debug = args.includes('--debug')
 const targetAt = args.indexOf('--target')
 const target = targetAt >= 0 ? args[targetAt + 1] : undefined
+const outAt = args.indexOf('--out')
+const out = outAt >= 0 ? args[outAt + 1] : undefined
 
 const hostTriple = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[process.arch]
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64' && process.report.getReport().header.glibcVersionRuntime !== undefined
@@ -30,7 +36,8 @@ const foreignStd = triple !== undefined && triple !== hostTriple
 const napi = ['node_modules/@napi-rs/cli/dist/cli.js', 'build', '--platform', '--features', 'node']
 if (!debug) napi.push('--release')
 if (triple) napi.push('--target', triple)
-if (foreignStd) napi.push('--no-js', '--dts', path.join('target', triple, 'binding.d.ts'))
+if (out) napi.push('--output-dir', out, '--no-js', '--dts', 'binding.d.ts', '--target-dir', path.join(out, 'target'))
+else if (foreignStd) napi.push('--no-js', '--dts', path.join('target', triple, 'binding.d.ts'))
 else napi.push('--js', 'binding.js', '--dts', 'binding.d.ts')
 
 const env = { ...process.env }
@@ -41,7 +48,8 @@ if (napiCross) {
 if (foreignStd) {
   execFileSync('bash', [path.join(root, 'scripts/debian-rust.sh')], { cwd: root, stdio: 'inherit' })
   Object.assign(env, { CARGO: '/usr/bin/cargo', RUSTC: '/usr/bin/rustc', RUSTC_BOOTSTRAP: '1' })
-  napi.push('--target-dir', path.join('target', 'build-std'), '--', '-Zbuild-std=std,panic_abort')
+  if (!out) napi.push('--target-dir', path.join('target', 'build-std'))
+  napi.push('--', '-Zbuild-std=std,panic_abort')
 }
 
 execFileSync(process.execPath, napi, { cwd: root, stdio: 'inherit', env })
