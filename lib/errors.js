@@ -89,4 +89,9 @@ class AbortError extends Error {
   }
 }
 
-module.exports = { invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }
+/** ERR_METHOD_NOT_IMPLEMENTED, as Node words it: `The <name> method is not implemented`. */
+function methodNotImplemented(name) {
+  return withCode(new Error(`The ${name} method is not implemented`), 'ERR_METHOD_NOT_IMPLEMENTED')
+}
+
+module.exports = { methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }
