@@ -27,10 +27,11 @@ export declare function cancel(id: number): void
 export declare function closeFd(fd: number): number
 
 /**
- * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value and/or
- * how many big files are read at once (0: the default). The JS layer validates them.
+ * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
+ * how many big files are read at once (0: the default), and/or admission's limits on
+ * open files and bytes in flight. The JS layer validates them.
  */
-export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null): void
+export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null, maxOpenFiles?: number | undefined | null, maxBytesInFlight?: number | undefined | null): void
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
@@ -53,6 +54,14 @@ export interface PoolStats {
    * still use every thread).
    */
   largeLimit: number
+  /** Files held open by admitted reads, and the most allowed. */
+  openFiles: number
+  maxOpenFiles: number
+  /** Bytes of result buffers granted to big reads in flight, and the most allowed. */
+  bytesInFlight: number
+  maxBytesInFlight: number
+  /** Reads waiting for admission. */
+  waiting: number
   /** Reads served by the fast path, and tries that fell back to the pool. */
   fastPathHits: number
   fastPathMisses: number

@@ -96,6 +96,10 @@ export interface ConfigureOptions {
   maxLength?: number
   /** Read small, fully cached files on the calling thread without blocking (default true). */
   fastPath?: boolean
+  /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
+  maxOpenFiles?: number
+  /** Bytes of big files' result buffers in flight (default 64 MiB); more wait, but one bigger file still goes alone. */
+  maxBytesInFlight?: number
 }
 
 /** Changes the pool; invalid values throw and change nothing. On the node backend, nothing changes. */
@@ -115,6 +119,14 @@ export interface NativeStats {
   nice: number
   /** Big files read at once: the machine's cores minus one, at least one. */
   largeLimit: number
+  /** Files held open by the pool's reads now, and the most allowed. */
+  openFiles: number
+  maxOpenFiles: number
+  /** Bytes granted to big reads' result buffers now, and the most allowed. */
+  bytesInFlight: number
+  maxBytesInFlight: number
+  /** Reads waiting for admission (an open-file slot, their bytes, or a close after EMFILE). */
+  waiting: number
   readAhead: number
   maxLength: number
   fastPath: boolean

@@ -5,7 +5,7 @@ import { constants } from 'node:buffer'
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, nativeOnly, needsRss, makeFile, tmpPath, openFdCount } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, needsRss, makeFile, tmpPath, openFdCount } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 
@@ -18,6 +18,8 @@ test('EMFILE under a low fd limit: requests fail cleanly, leak nothing, and work
   )
   t.true(out.codes.ok > 0)
   t.deepEqual(Object.keys(out.codes).filter((k) => k !== 'ok' && k !== 'EMFILE'), [], JSON.stringify(out.codes))
+  // The native backend admits only as many reads as it has descriptors for.
+  if (isNative) t.deepEqual(out.codes, { ok: 300 })
   t.is(out.fdsAfter, out.fdsBefore, 'no fd leaked')
   t.is(out.afterLength, data.length)
 })

@@ -8,6 +8,8 @@ const { invalidArgType, outOfRange } = require('./errors')
 const kMaxChunkSize = 64 * 1024 * 1024
 const kMaxThreads = 1024
 const kMaxReadAhead = 64
+/** Admission's open-file limit: at most 2^20, the usual hard RLIMIT_NOFILE. */
+const kMaxOpenFiles = 1 << 20
 
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
@@ -22,7 +24,7 @@ function checkInteger(name, value, min, max) {
  */
 function validateConfigure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } = options
   if (fastPath !== undefined && typeof fastPath !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fastPath)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
@@ -31,7 +33,9 @@ function validateConfigure(options = {}) {
   if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
   if (maxLength !== undefined) checkInteger('options.maxLength', maxLength, 0, MAX_LENGTH)
   if (largeLimit !== undefined) checkInteger('options.largeLimit', largeLimit, 0, kMaxThreads)
-  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath }
+  if (maxOpenFiles !== undefined) checkInteger('options.maxOpenFiles', maxOpenFiles, 1, kMaxOpenFiles)
+  if (maxBytesInFlight !== undefined) checkInteger('options.maxBytesInFlight', maxBytesInFlight, 0, Number.MAX_SAFE_INTEGER)
+  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight }
 }
 
 module.exports = { validateConfigure }

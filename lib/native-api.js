@@ -238,12 +238,15 @@ let fastPath = true
  * over one chunk are read at once (0: the default, the machine's cores minus one, so
  * that a core stays free for the event loop and libuv's threads); `fastPath` (default
  * true) lets small, fully cached files be read on the calling thread without blocking
- * (Linux 5.12+).
+ * (Linux 5.12+); `maxOpenFiles` (1..2^20, default a quarter of RLIMIT_NOFILE, at most
+ * 1024) and `maxBytesInFlight` (default 64 MiB) are admission's limits: reads beyond
+ * them wait, holding no fd and no memory (see README, Reliability).
  * Invalid values throw and change nothing.
  */
 function configure(options) {
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath: fast } = validateConfigure(options)
-  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit)
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath: fast, maxOpenFiles, maxBytesInFlight } =
+    validateConfigure(options)
+  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight)
   if (readAhead !== undefined) setReadAhead(readAhead)
   if (maxLength !== undefined) setMaxLength(maxLength)
   if (fast !== undefined) fastPath = fast
@@ -251,7 +254,8 @@ function configure(options) {
 
 /**
  * `backend: 'native'` and the pool counters: threads, queued, active, completed,
- * cancelled, bytesRead, chunksRead, chunkSize, readAhead, and `pool`: the buffer
+ * cancelled, bytesRead, chunksRead, chunkSize, readAhead, admission's openFiles,
+ * maxOpenFiles, bytesInFlight, maxBytesInFlight and waiting, and `pool`: the buffer
  * pool's hits, misses, pooledBytes, outstanding and maxPooledBytes.
  */
 function stats() {

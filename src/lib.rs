@@ -6,6 +6,7 @@
 //! * [`cached`]: the fast path that reads small cached files on the calling thread;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
+//! * [`admission`]: how many reads may hold open files and result memory at once;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
@@ -14,6 +15,7 @@
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
+pub mod admission;
 pub mod buffer_pool;
 pub mod cached;
 pub mod chunk;

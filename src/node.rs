@@ -184,6 +184,7 @@ fn read_limits(env: &Env) -> Result<ReadLimits> {
         chunk_size: global().chunk_size(),
         max_length: state(env)?.max_length,
         buffers: Some(buffer_pool::global()),
+        admitted: true,
         ..ReadLimits::default()
     })
 }
@@ -373,8 +374,9 @@ pub fn set_max_length(env: Env, max_length: f64) -> Result<()> {
     Ok(())
 }
 
-/// Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value and/or
-/// how many big files are read at once (0: the default). The JS layer validates them.
+/// Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
+/// how many big files are read at once (0: the default), and/or admission's limits on
+/// open files and bytes in flight. The JS layer validates them.
 #[napi]
 pub fn configure(
     threads: Option<u32>,
@@ -382,7 +384,12 @@ pub fn configure(
     max_pooled_bytes: Option<f64>,
     nice: Option<i32>,
     large_limit: Option<u32>,
+    max_open_files: Option<u32>,
+    max_bytes_in_flight: Option<f64>,
 ) {
+    if max_open_files.is_some() || max_bytes_in_flight.is_some() {
+        global().set_admission_limits(max_open_files.map(|n| n as usize), max_bytes_in_flight.map(|n| n as u64));
+    }
     global().configure_with(threads.map(|t| t as usize), chunk_size.map(|c| c as usize), nice);
     if let Some(limit) = large_limit {
         // 0 goes back to the default: the machine's cores minus one.
@@ -407,6 +414,14 @@ pub struct PoolStats {
     /// Big files read at once: all cores but one, at least one (a lone big file may
     /// still use every thread).
     pub large_limit: u32,
+    /// Files held open by admitted reads, and the most allowed.
+    pub open_files: u32,
+    pub max_open_files: u32,
+    /// Bytes of result buffers granted to big reads in flight, and the most allowed.
+    pub bytes_in_flight: f64,
+    pub max_bytes_in_flight: f64,
+    /// Reads waiting for admission.
+    pub waiting: u32,
     /// Reads served by the fast path, and tries that fell back to the pool.
     pub fast_path_hits: f64,
     pub fast_path_misses: f64,
@@ -436,6 +451,11 @@ pub fn stats() -> PoolStats {
         chunk_size: s.chunk_size as u32,
         nice: s.nice,
         large_limit: s.large_limit as u32,
+        open_files: s.open_files as u32,
+        max_open_files: s.max_open_files as u32,
+        bytes_in_flight: s.bytes_in_flight as f64,
+        max_bytes_in_flight: s.max_bytes_in_flight as f64,
+        waiting: s.waiting as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {

@@ -13,6 +13,10 @@
 //! There is one pool per process ([`global`]), created on first use and shared by
 //! every Node environment (main thread and worker_threads) that loads the addon.
 
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::admission::{Admission, Limits, Wait};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::loom::thread;
@@ -30,7 +34,16 @@ pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
 /// 282–306, nice 0 72–74% and 298–312).
 pub const DEFAULT_NICE: i32 = 5;
 /// How long the pool waits without work before it runs its idle hook.
-pub const IDLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+pub const IDLE_AFTER: Duration = Duration::from_secs(10);
+/// How often a read whose open met EMFILE/ENFILE tries again while none of the pool's
+/// own files is open (so no close of ours will tell it when).
+pub const EMFILE_RETRY_EVERY: Duration = Duration::from_millis(10);
+/// How long such a read keeps trying before it fails with node:fs's error. With some
+/// of the pool's files open it waits for them instead, without a bound: they close as
+/// their reads end. graceful-fs retries for up to 60 s; a read that fails late is
+/// worse than one that fails soon, and descriptors held by other code are usually
+/// given back within milliseconds (a burst of node:fs reads, a connection pool).
+pub const EMFILE_GIVE_UP_AFTER: Duration = Duration::from_secs(2);
 
 /// What one step of a job did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +88,24 @@ pub trait Job: Send + 'static {
     fn is_large(&self) -> bool {
         false
     }
+    /// Whether the job opens a file of its own, and so waits for an open-file slot
+    /// before it starts ([`crate::admission`]).
+    fn opens_file(&self) -> bool {
+        false
+    }
+    /// Why the job cannot take its next step yet; asked (under the pool's lock, so it
+    /// must be quick) after each step that was not done.
+    fn wait(&self) -> Wait {
+        Wait::No
+    }
+    /// The bytes [`Wait::Bytes`] asked for are granted: the next step may allocate.
+    fn grant(&mut self) {}
+    /// The bytes were refused: close the job's own file, so that it waits for them
+    /// holding nothing. It asks again after its next step.
+    fn suspend(&mut self) {}
+    /// Opening met EMFILE/ENFILE for [`EMFILE_GIVE_UP_AFTER`] while the pool held no
+    /// file: the next step must report whatever its open gives, without waiting again.
+    fn give_up(&mut self) {}
     /// Delivers the result. Called once, after a step reported `done`.
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
@@ -112,12 +143,47 @@ pub struct Stats {
     /// Big files read at once: one core is left to the event loop and libuv's
     /// threads ([`large_limit`]); a lone big file may still use every worker.
     pub large_limit: usize,
+    /// Files held open by admitted reads, and the most allowed ([`crate::admission`]).
+    pub open_files: usize,
+    pub max_open_files: usize,
+    /// Bytes of result buffers granted to big reads in flight, and the most allowed.
+    pub bytes_in_flight: u64,
+    pub max_bytes_in_flight: u64,
+    /// Reads waiting for admission (a slot, their bytes, or a close after EMFILE).
+    pub waiting: usize,
 }
 
 struct Entry {
     id: u64,
     cancelled: Arc<AtomicBool>,
     job: Box<dyn Job>,
+    /// It holds an open-file slot ([`crate::admission`]).
+    slot: bool,
+    /// Bytes granted to it.
+    granted: u64,
+    /// When its open first met EMFILE/ENFILE with none of the pool's files open.
+    emfile_since: Option<Instant>,
+}
+
+/// What an entry held, given back when it ends.
+#[derive(Clone, Copy, Debug, Default)]
+struct Held {
+    slot: bool,
+    granted: u64,
+}
+
+impl Entry {
+    fn held(&self) -> Held {
+        Held { slot: self.slot, granted: self.granted }
+    }
+}
+
+/// The open-file limit the pool starts with: a share of this process's descriptors.
+pub fn default_limits() -> Limits {
+    Limits {
+        max_open: crate::admission::default_max_open(crate::sys::max_open_files()),
+        max_bytes: crate::admission::DEFAULT_MAX_BYTES,
+    }
 }
 
 /// How many big files the pool reads at once with `threads` workers: all but one of
@@ -161,6 +227,12 @@ struct State {
     chunk_size: usize,
     /// The nice value workers should run at; each worker applies changes itself.
     nice: i32,
+    /// Reads that are not admitted yet, and what admitted ones hold.
+    admission: Admission<Entry>,
+    /// Reads whose open met EMFILE/ENFILE while the pool held no file: retried at
+    /// `retry_at`, since no close of ours will come to wake them.
+    retry: VecDeque<Entry>,
+    retry_at: Option<Instant>,
     next_id: u64,
     /// Set by `Drop`: workers exit and queued jobs are cancelled.
     shutdown: bool,
@@ -176,6 +248,46 @@ impl State {
     /// with a lone request that is being split.
     fn large_ok(&self) -> bool {
         self.large_busy < self.large_limit || (self.split_waiting && self.queue.len() == 1)
+    }
+
+    /// Moves the reads admission now lets start into the queue; returns how many.
+    fn admit(&mut self) -> usize {
+        let admitted = self.admission.admit();
+        let n = admitted.len();
+        for a in admitted {
+            let mut entry = a.item;
+            entry.slot = a.slot;
+            if a.granted > 0 {
+                entry.granted += a.granted;
+                entry.job.grant();
+            }
+            self.queue.push(entry);
+        }
+        if n > 0 {
+            self.split_waiting = false;
+        }
+        n
+    }
+
+    /// Gives back what an ended read held and admits what that lets start.
+    fn release(&mut self, held: Held) -> usize {
+        if !held.slot && held.granted == 0 {
+            return 0;
+        }
+        self.admission.release(held.slot, held.granted);
+        self.admit()
+    }
+
+    /// Reads that met EMFILE with none of our files open try again once it is time.
+    fn retry_due(&mut self, now: Instant) -> usize {
+        if !matches!(self.retry_at, Some(at) if now >= at) {
+            return 0;
+        }
+        self.retry_at = None;
+        while let Some(entry) = self.retry.pop_back() {
+            self.admission.retry(entry);
+        }
+        self.admit()
     }
 
     /// Checks out the next request a free worker may read now.
@@ -230,6 +342,9 @@ impl Pool {
                 split_waiting: false,
                 chunk_size,
                 nice: DEFAULT_NICE,
+                admission: Admission::new(default_limits()),
+                retry: VecDeque::new(),
+                retry_at: None,
                 next_id: 0,
                 shutdown: false,
             }),
@@ -269,15 +384,25 @@ impl Pool {
             }
             return tickets;
         }
+        let mut queued = false;
         for job in jobs {
             let id = state.next_id;
             state.next_id += 1;
             let cancelled = Arc::new(AtomicBool::new(false));
-            state.queue.push(Entry { id, cancelled: cancelled.clone(), job });
+            let opens_file = job.opens_file();
+            let entry = Entry { id, cancelled: cancelled.clone(), job, slot: false, granted: 0, emfile_since: None };
+            let entry =
+                if opens_file { state.admission.submit(entry).map(|e| Entry { slot: true, ..e }) } else { Some(entry) };
+            if let Some(entry) = entry {
+                state.queue.push(entry);
+                queued = true;
+            }
             tickets.push(Ticket { id, cancelled });
         }
-        state.split_waiting = false;
-        let wake = state.idle > 0;
+        if queued {
+            state.split_waiting = false;
+        }
+        let wake = queued && state.idle > 0;
         drop(state);
         // Workers pass the baton on while work remains, so one wake-up is enough.
         if wake {
@@ -293,14 +418,37 @@ impl Pool {
         // Set before taking the lock: a worker putting the job back checks the flag
         // under the lock, so either it sees the flag or we find the job queued.
         ticket.cancelled.store(true, Ordering::Release);
-        let removed = self.lock().queue.remove(|e| e.id == ticket.id);
-        match removed {
-            Some(entry) => {
-                self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
-                entry.job.cancel();
-                true
-            }
-            None => false,
+        let mut state = self.lock();
+        let is_it = |e: &Entry| e.id == ticket.id;
+        let removed = state.queue.remove(is_it).or_else(|| state.admission.remove(is_it)).or_else(|| {
+            let i = state.retry.iter().position(is_it)?;
+            state.retry.remove(i)
+        });
+        let Some(entry) = removed else { return false };
+        // Given back before the cancellation is delivered, as in `finish_cancelled`.
+        let wake = state.release(entry.held()) > 0 && state.idle > 0;
+        drop(state);
+        if wake {
+            self.shared.work_ready.notify_one();
+        }
+        self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
+        entry.job.cancel();
+        true
+    }
+
+    /// Sets the open-file and byte limits of admission ([`crate::admission`]); `None`
+    /// leaves one as it is. Raising them lets waiting reads start at once.
+    pub fn set_admission_limits(&self, max_open: Option<usize>, max_bytes: Option<u64>) {
+        let mut state = self.lock();
+        let old = state.admission.limits();
+        state.admission.set_limits(Limits {
+            max_open: max_open.unwrap_or(old.max_open),
+            max_bytes: max_bytes.unwrap_or(old.max_bytes),
+        });
+        let wake = state.admit() > 0;
+        drop(state);
+        if wake {
+            self.shared.work_ready.notify_all();
         }
     }
 
@@ -371,6 +519,11 @@ impl Pool {
             chunk_size: state.chunk_size,
             nice: state.nice,
             large_limit: state.large_limit,
+            open_files: state.admission.open(),
+            max_open_files: state.admission.limits().max_open,
+            bytes_in_flight: state.admission.bytes(),
+            max_bytes_in_flight: state.admission.limits().max_bytes,
+            waiting: state.admission.waiting() + state.retry.len(),
         }
     }
 }
@@ -381,7 +534,10 @@ impl Drop for Pool {
         let waiting = {
             let mut state = self.lock();
             state.shutdown = true;
-            state.queue.drain()
+            let mut all = state.queue.drain();
+            all.extend(state.admission.drain());
+            all.extend(state.retry.drain(..));
+            all
         };
         self.shared.work_ready.notify_all();
         for entry in waiting {
@@ -412,12 +568,17 @@ fn worker(shared: Arc<Shared>) {
             state.live_threads -= 1;
             return;
         }
+        if state.retry_at.is_some() {
+            state.retry_due(Instant::now());
+        }
         let Some(flow) = state.take() else {
             state.idle += 1;
-            let (guard, wait) = shared.work_ready.wait_timeout(state, IDLE_AFTER).unwrap_or_else(|p| p.into_inner());
+            let timeout = state.retry_at.map_or(IDLE_AFTER, |at| at.saturating_duration_since(Instant::now()));
+            let (guard, wait) = shared.work_ready.wait_timeout(state, timeout).unwrap_or_else(|p| p.into_inner());
             state = guard;
             state.idle -= 1;
-            if let Some(hook) = shared.idle_hook.filter(|_| wait.timed_out() && state.queue.is_empty()) {
+            let idle = wait.timed_out() && state.queue.is_empty() && state.retry_at.is_none();
+            if let Some(hook) = shared.idle_hook.filter(|_| idle) {
                 drop(state);
                 hook();
                 state = lock(&shared);
@@ -438,7 +599,7 @@ fn worker(shared: Arc<Shared>) {
         // finish.
         let may_split = state.queue.is_empty() && state.busy < state.target_threads;
         drop(state);
-        let requeue = run_one_step(&shared, flow, may_split);
+        let after = run_one_step(&shared, flow, may_split);
         state = lock(&shared);
         state.busy -= 1;
         state.large_busy -= large as usize;
@@ -446,41 +607,124 @@ fn worker(shared: Arc<Shared>) {
             // A worker may be waiting for a large job's turn.
             shared.work_ready.notify_one();
         }
-        if let Some((flow, bytes)) = requeue {
-            if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
-                drop(state);
-                finish_cancelled(&shared, flow.item);
-                state = lock(&shared);
-            } else {
-                // No wake-up here: this worker takes the next request itself and
-                // passes the baton on if more are waiting.
-                state.queue.put_back(flow, bytes);
-                state.split_waiting = false;
+        let admitted = match after {
+            After::Ended => 0,
+            After::Requeue(flow, bytes) => {
+                let (next, admitted) = requeue(&shared, state, flow, bytes);
+                state = next;
+                admitted
             }
+        };
+        // Reads that a release let start: this worker takes one itself, and the
+        // others need waking.
+        if admitted > 1 && state.idle > 0 {
+            shared.work_ready.notify_all();
         }
     }
 }
 
+/// What became of a request after one step.
+enum After {
+    /// It has more to do and was not put back yet.
+    Requeue(Flow<Entry>, usize),
+    /// It was delivered or cancelled (having given back what it held), or put back
+    /// in the queue already.
+    Ended,
+}
+
+/// Puts a request that has more to do back in the queue, or where it must wait.
+/// Returns the lock and how many reads admission let start meanwhile.
+fn requeue<'a>(
+    shared: &'a Shared,
+    mut state: MutexGuard<'a, State>,
+    mut flow: Flow<Entry>,
+    bytes: usize,
+) -> (MutexGuard<'a, State>, usize) {
+    if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
+        drop(state);
+        finish_cancelled(shared, flow.item);
+        return (lock(shared), 0);
+    }
+    match flow.item.job.wait() {
+        Wait::No => {}
+        Wait::Bytes(size) => {
+            if state.admission.grant(size) {
+                flow.item.granted += size;
+                flow.item.job.grant();
+            } else {
+                // Wait for the bytes holding nothing: the file closes outside the lock,
+                // then the read joins the queue for memory, oldest first.
+                drop(state);
+                let mut entry = flow.item;
+                entry.job.suspend();
+                state = lock(shared);
+                if entry.cancelled.load(Ordering::Acquire) || state.shutdown {
+                    drop(state);
+                    finish_cancelled(shared, entry);
+                    return (lock(shared), 0);
+                }
+                let slot = std::mem::take(&mut entry.slot);
+                state.admission.wait_for_bytes(entry, size, slot);
+                let admitted = state.admit();
+                return (state, admitted);
+            }
+        }
+        Wait::FileClosed => {
+            let mut entry = flow.item;
+            entry.slot = false;
+            let admitted = match state.admission.wait_for_close(entry) {
+                Ok(()) => state.admit(),
+                Err(mut entry) => {
+                    // None of our files is open, so none will close: try again on a
+                    // timer, and after a while let the open's error through.
+                    let now = Instant::now();
+                    let since = *entry.emfile_since.get_or_insert(now);
+                    if now.duration_since(since) >= EMFILE_GIVE_UP_AFTER {
+                        entry.job.give_up();
+                        state.admission.retry(entry);
+                        state.admit()
+                    } else {
+                        state.retry.push_back(entry);
+                        state.retry_at.get_or_insert(now + EMFILE_RETRY_EVERY);
+                        0
+                    }
+                }
+            };
+            return (state, admitted);
+        }
+    }
+    // No wake-up here: this worker takes the next request itself and passes the
+    // baton on if more are waiting.
+    state.queue.put_back(flow, bytes);
+    state.split_waiting = false;
+    (state, 0)
+}
+
 /// Runs one step (or, if `may_split`, a piece) of a checked-out request outside the
-/// lock. Returns it with the bytes read if it has more to do and was not put back.
-fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Option<(Flow<Entry>, usize)> {
+/// lock.
+fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> After {
     if flow.item.cancelled.load(Ordering::Acquire) {
         shared.active.fetch_sub(1, Ordering::Relaxed);
         finish_cancelled(shared, flow.item);
-        return None;
+        return After::Ended;
     }
     if let Some(piece) = may_split.then(|| flow.item.job.split()).flatten() {
         run_piece(shared, flow, piece);
-        return None;
+        return After::Ended;
     }
     let step = flow.item.job.step();
-    count_chunk(shared, step.bytes);
+    // A step that read nothing and is not the last only opened the file (and waits
+    // for admission): it is not a chunk.
+    count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
     if step.done {
         shared.completed.fetch_add(1, Ordering::Relaxed);
+        // Given back before the result is delivered, so that whoever sees a result
+        // sees its slot and bytes free (its fd closes in `complete`, just after).
+        give_back(shared, flow.item.held());
         flow.item.job.complete();
-        None
+        After::Ended
     } else {
-        Some((flow, step.bytes))
+        After::Requeue(flow, step.bytes)
     }
 }
 
@@ -504,19 +748,33 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) {
         shared.work_ready.notify_one();
     }
     let bytes = (piece.run)();
-    count_chunk(shared, bytes);
+    count_chunk(shared, bytes, true);
     drop(piece);
 }
 
 /// Counts a chunk (step or piece) that read `bytes` as done. Called before the
 /// result is delivered, so whoever sees a result never sees its chunk as active.
-fn count_chunk(shared: &Shared, bytes: usize) {
+fn count_chunk(shared: &Shared, bytes: usize, chunk: bool) {
     shared.active.fetch_sub(1, Ordering::Relaxed);
     shared.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
-    shared.chunks_read.fetch_add(1, Ordering::Relaxed);
+    shared.chunks_read.fetch_add(chunk as u64, Ordering::Relaxed);
 }
 
+/// Gives back what an ending request held (before its outcome is delivered, so that
+/// whoever sees the outcome sees them free) and wakes a worker for what that admits.
+/// Called without the lock.
+fn give_back(shared: &Shared, held: Held) {
+    if held.slot || held.granted > 0 {
+        let mut state = lock(shared);
+        if state.release(held) > 0 && state.idle > 0 {
+            shared.work_ready.notify_one();
+        }
+    }
+}
+
+/// Delivers a cancellation, having given back what the request held.
 fn finish_cancelled(shared: &Shared, entry: Entry) {
+    give_back(shared, entry.held());
     shared.cancelled.fetch_add(1, Ordering::Relaxed);
     entry.job.cancel();
 }
@@ -759,6 +1017,116 @@ mod tests {
         assert_eq!(events, [("a", "step"), ("a", "complete"), ("b", "step"), ("b", "complete")]);
     }
 
+    /// A `FakeJob` under admission: it opens a file, and asks for `wants` bytes after
+    /// its first step; it logs "suspend" when told to wait for them.
+    struct Admitted {
+        fake: FakeJob,
+        wants: u64,
+        granted: bool,
+        stepped: bool,
+    }
+
+    impl Job for Admitted {
+        fn step(&mut self) -> Step {
+            self.stepped = true;
+            self.fake.step()
+        }
+        fn complete(self: Box<Self>) {
+            Box::new(self.fake).complete()
+        }
+        fn cancel(self: Box<Self>) {
+            Box::new(self.fake).cancel()
+        }
+        fn opens_file(&self) -> bool {
+            true
+        }
+        fn wait(&self) -> Wait {
+            if self.stepped && !self.granted && self.wants > 0 {
+                Wait::Bytes(self.wants)
+            } else {
+                Wait::No
+            }
+        }
+        fn grant(&mut self) {
+            self.granted = true;
+        }
+        fn suspend(&mut self) {
+            self.fake.log.send((self.fake.name, "suspend")).unwrap();
+        }
+    }
+
+    fn admitted(
+        name: &'static str,
+        steps: usize,
+        wants: u64,
+        gate: Option<mpsc::Receiver<()>>,
+        log: &mpsc::Sender<(&'static str, &'static str)>,
+    ) -> Box<Admitted> {
+        Box::new(Admitted {
+            fake: FakeJob { name, steps, bytes: 1, gate, log: log.clone() },
+            wants,
+            granted: false,
+            stepped: false,
+        })
+    }
+
+    #[test]
+    fn reads_past_the_open_file_limit_wait_and_start_in_order() {
+        let pool = Pool::new(2, 100);
+        pool.set_admission_limits(Some(1), None);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        pool.submit(admitted("a", 1, 0, Some(gate), &tx));
+        pool.submit(admitted("b", 1, 0, None, &tx));
+        pool.submit(admitted("c", 1, 0, None, &tx));
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.max_open_files, s.waiting), (1, 1, 2));
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "b or c ran beside a");
+        open.send(()).unwrap();
+        let events: Vec<_> = (0..6).map(|_| recv(&rx)).collect();
+        assert_eq!(
+            events,
+            [("a", "step"), ("a", "complete"), ("b", "step"), ("b", "complete"), ("c", "step"), ("c", "complete")]
+        );
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.waiting), (0, 0));
+    }
+
+    #[test]
+    fn a_read_refused_its_bytes_waits_holding_nothing_and_cancels_at_once() {
+        let pool = Pool::new(2, 100);
+        pool.set_admission_limits(None, Some(100));
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        // "a" takes 80 bytes and then blocks in its second step.
+        pool.submit(admitted("a", 2, 80, Some(gate), &tx));
+        open.send(()).unwrap();
+        assert_eq!(recv(&rx), ("a", "step"));
+        while pool.stats().bytes_in_flight != 80 {
+            std::thread::yield_now();
+        }
+        let b = pool.submit(admitted("b", 2, 50, None, &tx));
+        assert_eq!(recv(&rx), ("b", "step"));
+        assert_eq!(recv(&rx), ("b", "suspend"), "80 + 50 > 100: b closes its file");
+        while pool.stats().waiting != 1 {
+            std::thread::yield_now();
+        }
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight), (1, 80), "b holds no slot and no bytes while it waits");
+        assert!(pool.cancel(&b), "b was waiting: cancelled here, at once");
+        assert_eq!(recv(&rx), ("b", "cancel"));
+        assert_eq!(pool.stats().waiting, 0);
+        // A third read asks for bytes that fit after a: it runs once a completes.
+        pool.submit(admitted("c", 2, 50, None, &tx));
+        assert_eq!(recv(&rx), ("c", "step"));
+        assert_eq!(recv(&rx), ("c", "suspend"));
+        open.send(()).unwrap();
+        let events: Vec<_> = (0..4).map(|_| recv(&rx)).collect();
+        assert_eq!(events, [("a", "step"), ("a", "complete"), ("c", "step"), ("c", "complete")]);
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+    }
+
     #[test]
     fn pool_grows_and_shrinks_while_working() {
         let pool = Pool::new(4, 100);
@@ -892,6 +1260,71 @@ mod loom_tests {
             pool.cancel(&ticket);
             drop(pool);
             assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
+        });
+    }
+
+    /// A job under admission: it holds an open-file slot and asks for one byte after
+    /// its first step.
+    struct AdmittedProbe {
+        probe: Probe,
+        stepped: bool,
+        granted: bool,
+    }
+
+    impl Job for AdmittedProbe {
+        fn step(&mut self) -> Step {
+            self.stepped = true;
+            self.probe.step()
+        }
+        fn complete(self: Box<Self>) {
+            Box::new(self.probe).complete()
+        }
+        fn cancel(self: Box<Self>) {
+            Box::new(self.probe).cancel()
+        }
+        fn opens_file(&self) -> bool {
+            true
+        }
+        fn wait(&self) -> Wait {
+            if self.stepped && !self.granted {
+                Wait::Bytes(1)
+            } else {
+                Wait::No
+            }
+        }
+        fn grant(&mut self) {
+            self.granted = true;
+        }
+    }
+
+    /// Two reads under one open-file slot and one byte, on two workers, one of them
+    /// cancelled: each ends exactly once, nothing deadlocks, and once both have ended
+    /// the slot and the byte are free again.
+    #[test]
+    fn loom_admission_with_cancel() {
+        loom::model(|| {
+            let pool = Pool::new(2, 1);
+            pool.set_admission_limits(Some(1), Some(1));
+            let a = Arc::new(AtomicUsize::new(0));
+            let b = Arc::new(AtomicUsize::new(0));
+            let probe = |ended: &Arc<AtomicUsize>| {
+                Box::new(AdmittedProbe {
+                    probe: Probe { steps: 2, ended: ended.clone() },
+                    stepped: false,
+                    granted: false,
+                })
+            };
+            pool.submit(probe(&a));
+            let tb = pool.submit(probe(&b));
+            pool.cancel(&tb);
+            while a.load(Ordering::SeqCst) == 0 || b.load(Ordering::SeqCst) == 0 {
+                thread::yield_now();
+            }
+            let s = pool.stats();
+            assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+            drop(pool);
+            assert_eq!(a.load(Ordering::SeqCst), 1, "a is not cancelled, so it completes");
+            assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
         });
     }
 

@@ -23,6 +23,7 @@
 
 use std::ffi::CString;
 
+use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::parts::{Part, Parts};
@@ -52,6 +53,11 @@ pub struct ReadLimits {
     pub max_length: u64,
     /// Where buffers for files of known size come from; `None` allocates each one.
     pub buffers: Option<&'static BufferPool>,
+    /// The read runs under the pool's admission control ([`crate::admission`]): a
+    /// file of more than one chunk asks for its buffer's bytes ([`FileRead::wait`])
+    /// before it allocates them, and an open that fails with EMFILE/ENFILE waits
+    /// for a file to close instead of failing.
+    pub admitted: bool,
 }
 
 impl Default for ReadLimits {
@@ -61,6 +67,7 @@ impl Default for ReadLimits {
             unknown_chunk_size: 64 * 1024,
             max_length: u32::MAX as u64 + 1,
             buffers: None,
+            admitted: false,
         }
     }
 }
@@ -84,7 +91,7 @@ impl Progress {
 
 #[derive(Debug)]
 enum State {
-    Unopened(Source),
+    Unopened,
     Reading(OpenFile),
     /// Taken by `finish`, or failed.
     Finished,
@@ -101,6 +108,9 @@ struct OpenFile {
     /// For a file we opened of known size over one chunk: the chunks handed out so
     /// far, which other workers may be reading. The buffer lives in here then.
     parts: Option<Parts>,
+    /// Its buffer is not allocated yet: a big file under admission control waits
+    /// for its bytes to be granted first.
+    unallocated: bool,
 }
 
 impl Drop for OpenFile {
@@ -119,15 +129,64 @@ impl Drop for OpenFile {
 /// One `readFile` request, advanced one chunk at a time by [`FileRead::step`].
 #[derive(Debug)]
 pub struct FileRead {
+    source: Source,
     state: State,
     limits: ReadLimits,
+    /// Under admission control: the bytes of its buffer were granted.
+    granted: bool,
+    /// Under admission control: its last open failed with EMFILE/ENFILE.
+    out_of_descriptors: bool,
+    /// Under admission control: waiting for descriptors is over, the next open's
+    /// error is final.
+    gave_up: bool,
 }
 
 impl FileRead {
     pub fn new(source: Source, limits: ReadLimits) -> Self {
         let chunk_size = limits.chunk_size.clamp(1, MAX_READ_SYSCALL);
         let unknown_chunk_size = limits.unknown_chunk_size.clamp(1, MAX_READ_SYSCALL);
-        FileRead { state: State::Unopened(source), limits: ReadLimits { chunk_size, unknown_chunk_size, ..limits } }
+        FileRead {
+            source,
+            state: State::Unopened,
+            limits: ReadLimits { chunk_size, unknown_chunk_size, ..limits },
+            granted: false,
+            out_of_descriptors: false,
+            gave_up: false,
+        }
+    }
+
+    /// Whether it opens a file of its own (a path, not a caller's fd).
+    pub fn opens_file(&self) -> bool {
+        matches!(self.source, Source::Path { .. })
+    }
+
+    /// Why it cannot take its next step yet, under admission control.
+    pub fn wait(&self) -> Wait {
+        match &self.state {
+            State::Unopened if self.out_of_descriptors => Wait::FileClosed,
+            State::Reading(OpenFile { unallocated: true, expected: Some(size), .. }) if !self.granted => {
+                Wait::Bytes(*size as u64)
+            }
+            _ => Wait::No,
+        }
+    }
+
+    /// The bytes [`FileRead::wait`] asked for are granted.
+    pub fn grant(&mut self) {
+        self.granted = true;
+    }
+
+    /// Its bytes were refused: close our file so that it waits holding nothing. It
+    /// opens again (and allocates at once, once granted) on its next step.
+    pub fn suspend(&mut self) {
+        if let State::Reading(OpenFile { owned: true, unallocated: true, .. }) = self.state {
+            self.state = State::Unopened; // dropping the OpenFile closes it
+        }
+    }
+
+    /// Waiting for descriptors is over: the next open reports its error.
+    pub fn give_up(&mut self) {
+        self.gave_up = true;
     }
 
     /// Does the next piece of work: opening and stating on the first call, then one
@@ -141,13 +200,29 @@ impl FileRead {
     }
 
     fn try_step(&mut self) -> Result<Progress, ReadError> {
-        if let State::Unopened(_) = self.state {
-            let State::Unopened(source) = std::mem::replace(&mut self.state, State::Finished) else { unreachable!() };
-            self.state = State::Reading(open(source, &self.limits)?);
+        if let State::Unopened = self.state {
+            // Under admission control a big file waits here for its bytes, first
+            // unallocated, unless they were granted already (it waited and reopens).
+            let defer = self.limits.admitted && !self.granted;
+            self.out_of_descriptors = false;
+            match open(&self.source, &self.limits, defer) {
+                Ok(file) => self.state = State::Reading(file),
+                Err(ReadError::Io(e)) if self.limits.admitted && !self.gave_up && sys::is_out_of_descriptors(&e) => {
+                    self.out_of_descriptors = true;
+                    return Ok(Progress::More { bytes: 0 });
+                }
+                Err(e) => return Err(e),
+            }
         }
         let State::Reading(file) = &mut self.state else {
             return Ok(Progress::Done { bytes: 0 });
         };
+        if file.unallocated {
+            if !self.granted {
+                return Ok(Progress::More { bytes: 0 });
+            }
+            allocate(file, &self.limits)?;
+        }
         if let Some(parts) = &mut file.parts {
             // The next chunk, read here. Once none is left to hand out, `finish`
             // waits for those other workers are reading and reports their errors.
@@ -210,38 +285,51 @@ impl FileRead {
                 }
                 Ok(buf)
             }
-            State::Unopened(_) | State::Finished => Ok(PooledBytes::unpooled(Vec::new())),
+            State::Unopened | State::Finished => Ok(PooledBytes::unpooled(Vec::new())),
         }
     }
 }
 
-fn open(source: Source, limits: &ReadLimits) -> Result<OpenFile, ReadError> {
+/// Opens and stats the source, and allocates the buffer of a regular file, unless
+/// `defer` and it is bigger than a chunk (then admission control grants it first).
+fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, ReadError> {
     let (fd, owned) = match source {
-        Source::Path { path, flags, mode } => (sys::open(&path, flags, mode)?, true),
-        Source::Fd(fd) => (fd, false),
+        Source::Path { path, flags, mode } => (sys::open(path, *flags, *mode)?, true),
+        Source::Fd(fd) => (*fd, false),
     };
     // From here on the fd is in `file`, whose Drop closes it on any error.
-    let mut file = OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None, parts: None };
+    let mut file =
+        OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None, parts: None, unallocated: false };
     let st = sys::fstat(fd)?;
     if st.is_regular && st.size > 0 {
         if st.size > limits.max_length {
             return Err(ReadError::TooLarge { size: st.size });
         }
         let size = st.size as usize;
-        // Pooled buffers come back already faulted in; bigger files get their own.
-        match limits.buffers {
-            Some(_) if size <= crate::buffer_pool::MAX_CLASS => {
-                file.buf = PooledBytes::with_capacity(size, limits.buffers)
-            }
-            _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
-        }
         file.expected = Some(size);
-        if owned && size > limits.chunk_size {
-            let buf = std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()));
-            file.parts = Some(Parts::new(fd, buf, size));
+        file.unallocated = true;
+        if !(defer && size > limits.chunk_size) {
+            allocate(&mut file, limits)?;
         }
     }
     Ok(file)
+}
+
+/// Allocates the buffer of a file of known size, in parts if we opened it and it
+/// spans several chunks.
+fn allocate(file: &mut OpenFile, limits: &ReadLimits) -> Result<(), ReadError> {
+    let size = file.expected.expect("a file of known size");
+    // Pooled buffers come back already faulted in; bigger files get their own.
+    match limits.buffers {
+        Some(_) if size <= crate::buffer_pool::MAX_CLASS => file.buf = PooledBytes::with_capacity(size, limits.buffers),
+        _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
+    }
+    if file.owned && size > limits.chunk_size {
+        let buf = std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()));
+        file.parts = Some(Parts::new(file.fd, buf, size));
+    }
+    file.unallocated = false;
+    Ok(())
 }
 
 fn out_of_memory() -> ReadError {
@@ -398,6 +486,35 @@ pub(crate) mod tests {
             .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
             .filter(|target| target == path)
             .count()
+    }
+
+    /// Under admission control a big file asks for its bytes before allocating them,
+    /// closes its fd when told to wait, and reopens and reads in full once granted;
+    /// a small file reads in its first step as always.
+    #[test]
+    fn an_admitted_big_read_waits_for_its_bytes_holding_no_fd() {
+        let data = pattern(10_000);
+        let p = temp_file("admitted", &data);
+        let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+        let mut read = FileRead::new(path_source(&p), limits);
+        assert_eq!(read.wait(), Wait::No);
+        assert_eq!(read.step().unwrap(), Progress::More { bytes: 0 });
+        assert_eq!(read.wait(), Wait::Bytes(10_000));
+        assert_eq!(fds_open_on(&p), 1);
+        read.suspend();
+        assert_eq!(fds_open_on(&p), 0, "waiting for bytes holds no fd");
+        read.grant();
+        assert_eq!(read.wait(), Wait::No);
+        while let Progress::More { .. } = read.step().unwrap() {
+            assert_eq!(read.wait(), Wait::No, "granted once is enough");
+        }
+        assert_eq!(*read.finish().unwrap(), data);
+        assert_eq!(fds_open_on(&p), 0);
+
+        let small = temp_file("admitted-small", &data[..4000]);
+        let mut read = FileRead::new(path_source(&small), limits);
+        assert_eq!(read.step().unwrap(), Progress::Done { bytes: 4000 });
+        assert_eq!(*read.finish().unwrap(), data[..4000]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A `readFile` request as a pool [`Job`]: the read algorithm plus the code that
 //! receives its outcome.
 
+use crate::admission::Wait;
 use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
 use crate::pool::{Job, Piece, Pool, Step, Ticket};
@@ -13,6 +14,8 @@ pub type Outcome = Result<PooledBytes, ReadError>;
 /// A [`FileRead`] run by the pool, handing its [`Outcome`] to `on_done` exactly once.
 pub struct ReadFileJob<F> {
     read: FileRead,
+    /// It runs under the pool's admission control ([`ReadLimits::admitted`]).
+    limits_admitted: bool,
     /// The error that ended the read early, if any.
     error: Option<ReadError>,
     on_done: F,
@@ -20,7 +23,7 @@ pub struct ReadFileJob<F> {
 
 impl<F: FnOnce(Outcome) + Send + 'static> ReadFileJob<F> {
     pub fn new(source: Source, limits: ReadLimits, on_done: F) -> Self {
-        ReadFileJob { read: FileRead::new(source, limits), error: None, on_done }
+        ReadFileJob { read: FileRead::new(source, limits), limits_admitted: limits.admitted, error: None, on_done }
     }
 }
 
@@ -42,6 +45,26 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
 
     fn is_large(&self) -> bool {
         self.read.is_large()
+    }
+
+    fn opens_file(&self) -> bool {
+        self.limits_admitted && self.read.opens_file()
+    }
+
+    fn wait(&self) -> Wait {
+        self.read.wait()
+    }
+
+    fn grant(&mut self) {
+        self.read.grant()
+    }
+
+    fn suspend(&mut self) {
+        self.read.suspend()
+    }
+
+    fn give_up(&mut self) {
+        self.read.give_up()
     }
 
     fn complete(self: Box<Self>) {
@@ -147,6 +170,52 @@ mod tests {
             );
             assert_eq!(crate::read::tests::fds_open_on(&p), 0);
         }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A burst of big and small reads under tight admission limits: every result is
+    /// whole, open files and granted bytes never pass the limits, reads wait while
+    /// the burst lasts, and everything is given back at the end.
+    #[test]
+    fn a_burst_stays_within_admission_limits() {
+        let pool = Pool::new(4, 4096);
+        let big_len = 50_000usize;
+        pool.set_admission_limits(Some(3), Some(2 * big_len as u64 + 1));
+        let dir = std::env::temp_dir().join(format!("fairfs-admission-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big: Vec<u8> = (0..big_len).map(|i| (i * 7 % 251) as u8).collect();
+        let small: Vec<u8> = (0..1000).map(|i| (i * 3 % 253) as u8).collect();
+        let (big_path, small_path) = (dir.join("big"), dir.join("small"));
+        std::fs::write(&big_path, &big).unwrap();
+        std::fs::write(&small_path, &small).unwrap();
+        let source = |p: &std::path::Path| Source::Path {
+            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
+            flags: libc::O_RDONLY,
+            mode: 0,
+        };
+        let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..80 {
+            let (p, want) = if i % 2 == 0 { (&big_path, big.clone()) } else { (&small_path, small.clone()) };
+            let tx = tx.clone();
+            submit_read(&pool, source(p), limits, move |outcome| tx.send(outcome.map(|b| *b == *want)).unwrap());
+        }
+        assert!(pool.stats().waiting > 0, "a burst of 80 reads past 3 open files waits");
+        let (mut most_open, mut most_bytes, mut done) = (0, 0, 0);
+        while done < 80 {
+            let s = pool.stats();
+            most_open = most_open.max(s.open_files);
+            most_bytes = most_bytes.max(s.bytes_in_flight);
+            while let Ok(outcome) = rx.try_recv() {
+                assert_eq!(outcome, Ok(true), "a whole, correct result");
+                done += 1;
+            }
+        }
+        assert!((1..=3).contains(&most_open), "open files {most_open}");
+        assert!(most_bytes <= 2 * big_len as u64 + 1, "bytes in flight {most_bytes}");
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+        assert_eq!(crate::read::tests::fds_open_on(&big_path) + crate::read::tests::fds_open_on(&small_path), 0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -101,6 +101,38 @@ pub fn read_into(fd: Fd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) -> 
     Ok(n)
 }
 
+/// How many descriptors this process may hold: `RLIMIT_NOFILE`'s soft limit on unix
+/// (which Node raises to the hard limit at startup), the C runtime's default stream
+/// limit on Windows (where libuv's fds are CRT fds).
+pub fn max_open_files() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut lim = MaybeUninit::<libc::rlimit>::uninit();
+        // SAFETY: getrlimit writes the whole struct on success; we read it only then.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, lim.as_mut_ptr()) } == 0 {
+            // SAFETY: initialised by the successful call above.
+            let soft = unsafe { lim.assume_init() }.rlim_cur;
+            // rlim_t is u64 on Linux and macOS, i64 on FreeBSD (where infinity is i64::MAX).
+            #[allow(clippy::unnecessary_cast)]
+            return soft as u64;
+        }
+        1024
+    }
+    #[cfg(windows)]
+    {
+        512
+    }
+}
+
+/// Whether `e` says the process (EMFILE) or the system (ENFILE) has no descriptor
+/// left: a condition that passes as other files close.
+pub fn is_out_of_descriptors(e: &FsError) -> bool {
+    #[cfg(unix)]
+    return e.os == libc::EMFILE || e.os == libc::ENFILE;
+    #[cfg(windows)]
+    return e.os == code::TOO_MANY_FILES;
+}
+
 // The accelerators: Linux-only calls that make reads cheaper, each with a fallback
 // that does without. None is needed for a correct result.
 

@@ -1,0 +1,108 @@
+// Admission control (README, Reliability): a burst never fails with EMFILE and never
+// holds more result memory than the limit; waiting reads hold nothing and cancel at once.
+import test from 'ava'
+import fs from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { fairfs, nativeOnly, makeFile, tmpPath, describeError, fdsOpenOn } from './helpers.mjs'
+
+const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
+const MiB = 1024 * 1024
+
+function runChild(limit, scenario, file) {
+  return new Promise((resolve, reject) =>
+    execFile('sh', ['-c', `ulimit -n ${limit} && exec "${process.execPath}" "${child}" ${scenario} "${file}"`], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
+    ),
+  )
+}
+
+nativeOnly(test.serial)('stats() shows admission and its defaults', (t) => {
+  const s = fairfs.stats()
+  t.is(s.maxBytesInFlight, 64 * MiB)
+  // A quarter of RLIMIT_NOFILE (which Node raises to the hard limit), 4..1024.
+  const hard = Number(execFileSync('sh', ['-c', 'ulimit -Hn'], { encoding: 'utf8' }).trim())
+  t.is(s.maxOpenFiles, Number.isFinite(hard) ? Math.min(1024, Math.max(4, Math.floor(hard / 4))) : 1024)
+  t.like(s, { openFiles: 0, bytesInFlight: 0, waiting: 0 })
+})
+
+test('configure() checks the admission limits as it checks the others', (t) => {
+  t.throws(() => fairfs.configure({ maxOpenFiles: 0 }), { code: 'ERR_OUT_OF_RANGE', instanceOf: RangeError })
+  t.throws(() => fairfs.configure({ maxOpenFiles: 2 ** 21 }), { code: 'ERR_OUT_OF_RANGE' })
+  t.throws(() => fairfs.configure({ maxBytesInFlight: -1 }), { code: 'ERR_OUT_OF_RANGE' })
+  t.throws(() => fairfs.configure({ maxBytesInFlight: '1' }), { code: 'ERR_INVALID_ARG_TYPE', instanceOf: TypeError })
+})
+
+nativeOnly(test)('2,000 concurrent reads under ulimit -n 256: every one succeeds, where node:fs runs out', async (t) => {
+  const { path } = makeFile(256 * 1024)
+  const out = await runChild(256, 'burst', path)
+  t.deepEqual(out.promises, { ok: 2000 })
+  t.deepEqual(out.callbacks, { ok: 2000 })
+  t.true(out.node.EMFILE > 0, `node:fs without admission: ${JSON.stringify(out.node)}`)
+  t.is(out.maxOpenFiles, 64)
+  t.like(out, { openFiles: 0, waiting: 0 })
+})
+
+nativeOnly(test)('EMFILE caused by other code: reads wait for descriptors, and fail as node:fs does only after a bounded wait', async (t) => {
+  const { path } = makeFile(100_000)
+  const out = await runChild(128, 'emfile-other', path)
+  t.deepEqual(out.early, { settled: 0, waiting: 20 }, 'no read failed while the descriptors were taken')
+  t.deepEqual(out.waited, Array(20).fill(true))
+  t.is(out.node.code, 'EMFILE')
+  t.deepEqual(out.ours, out.node)
+  t.true(out.gaveUpAfterMs >= 2000, `gave up after ${out.gaveUpAfterMs} ms`)
+})
+
+nativeOnly(test.serial)('big reads past maxBytesInFlight wait, and their results are whole', async (t) => {
+  const { path, data } = makeFile(4 * MiB)
+  fairfs.configure({ maxBytesInFlight: 8 * MiB })
+  t.teardown(() => fairfs.configure({ maxBytesInFlight: 64 * MiB }))
+  let most = 0
+  let waited = 0
+  let sampling = true
+  const sample = () => {
+    const s = fairfs.stats()
+    most = Math.max(most, s.bytesInFlight)
+    waited = Math.max(waited, s.waiting)
+    if (sampling) setImmediate(sample)
+  }
+  sample()
+  const results = await Promise.all(Array.from({ length: 24 }, () => fairfs.promises.readFile(path)))
+  sampling = false
+  t.true(results.every((b) => b.equals(data)))
+  t.true(most > 0 && most <= 8 * MiB, `bytes in flight reached ${most}`)
+  t.true(waited > 0, 'some reads waited for their bytes')
+  t.like(fairfs.stats(), { bytesInFlight: 0, waiting: 0 })
+})
+
+nativeOnly(test.serial)('a big file over the byte limit still reads, alone', async (t) => {
+  const { path, data } = makeFile(3 * MiB)
+  fairfs.configure({ maxBytesInFlight: MiB })
+  t.teardown(() => fairfs.configure({ maxBytesInFlight: 64 * MiB }))
+  const results = await Promise.all([fairfs.promises.readFile(path), fairfs.promises.readFile(path)])
+  t.true(results.every((b) => b.equals(data)))
+})
+
+nativeOnly(test.serial)('a read waiting for admission holds no descriptor and aborts at once', async (t) => {
+  const { maxOpenFiles } = fairfs.stats()
+  fairfs.configure({ maxOpenFiles: 1 })
+  t.teardown(() => fairfs.configure({ maxOpenFiles }))
+  const fifo = tmpPath('admission-fifo')
+  execFileSync('mkfifo', [fifo])
+  // Over the fast path's 64 KiB, so that it goes through the pool.
+  const { path } = makeFile(100_000)
+  // The FIFO read holds the only slot, blocked in open() until a writer comes.
+  const fifoRead = fairfs.promises.readFile(fifo, 'utf8')
+  const controller = new AbortController()
+  const waiting = fairfs.promises.readFile(path, { signal: controller.signal })
+  t.like(fairfs.stats(), { waiting: 1 })
+  t.is(fdsOpenOn(path), 0)
+  controller.abort()
+  const err = await waiting.catch((e) => e)
+  t.like(describeError(err), { name: 'AbortError', code: 'ABORT_ERR' })
+  t.is(fairfs.stats().waiting, 0)
+  const writer = await fs.promises.open(fifo, 'w')
+  await writer.write('from the writer')
+  await writer.close()
+  t.is(await fifoRead, 'from the writer')
+})
