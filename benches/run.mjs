@@ -16,8 +16,9 @@ import * as fairness from './js/fairness.mjs'
 import * as syncAsync from './js/sync-async.mjs'
 import * as threadpool from './js/threadpool.mjs'
 import * as batch from './js/batch.mjs'
+import * as bursts from './js/bursts.mjs'
 
-const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch]
+const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
 const USAGE = `usage: npm run bench [-- [--quick] [filter...]]
