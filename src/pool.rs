@@ -1084,10 +1084,13 @@ mod tests {
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "b or c ran beside a");
         open.send(()).unwrap();
         let events: Vec<_> = (0..6).map(|_| recv(&rx)).collect();
-        assert_eq!(
-            events,
-            [("a", "step"), ("a", "complete"), ("b", "step"), ("b", "complete"), ("c", "step"), ("c", "complete")]
-        );
+        // Each gives its slot back when its step is done, just before its outcome is
+        // delivered, so the next may start before it completes: the starts are in
+        // order, and the wait above showed one slot at a time.
+        let starts: Vec<_> = events.iter().filter(|e| e.1 == "step").map(|e| e.0).collect();
+        assert_eq!(starts, ["a", "b", "c"]);
+        assert_eq!(events.iter().filter(|e| e.1 == "complete").count(), 3);
+
         let s = pool.stats();
         assert_eq!((s.open_files, s.waiting), (0, 0));
     }
@@ -1122,7 +1125,11 @@ mod tests {
         assert_eq!(recv(&rx), ("c", "suspend"));
         open.send(()).unwrap();
         let events: Vec<_> = (0..4).map(|_| recv(&rx)).collect();
-        assert_eq!(events, [("a", "step"), ("a", "complete"), ("c", "step"), ("c", "complete")]);
+        // c gets a's bytes just before a's outcome is delivered: a's step comes first.
+        assert_eq!(events[0], ("a", "step"));
+        let mut rest = events[1..].to_vec();
+        rest.sort_unstable();
+        assert_eq!(rest, [("a", "complete"), ("c", "complete"), ("c", "step")]);
         let s = pool.stats();
         assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
     }
