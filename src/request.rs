@@ -173,9 +173,9 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// A burst of big and small reads under tight admission limits: every result is
-    /// whole, open files and granted bytes never pass the limits, reads wait while
-    /// the burst lasts, and everything is given back at the end.
+    /// A burst of big and small reads of real files under tight admission limits:
+    /// every result is whole, open files and granted bytes never pass the limits, and
+    /// everything is given back at the end.
     #[test]
     fn a_burst_stays_within_admission_limits() {
         let pool = Pool::new(4, 4096);
@@ -195,12 +195,19 @@ mod tests {
         };
         let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
         let (tx, rx) = std::sync::mpsc::channel();
-        for i in 0..80 {
-            let (p, want) = if i % 2 == 0 { (&big_path, big.clone()) } else { (&small_path, small.clone()) };
-            let tx = tx.clone();
-            submit_read(&pool, source(p), limits, move |outcome| tx.send(outcome.map(|b| *b == *want)).unwrap());
-        }
-        assert!(pool.stats().waiting > 0, "a burst of 80 reads past 3 open files waits");
+        let (big, small) = (std::sync::Arc::new(big), std::sync::Arc::new(small));
+        let jobs: Vec<Box<dyn crate::pool::Job>> = (0..80)
+            .map(|i| {
+                let (p, want) = if i % 2 == 0 { (&big_path, big.clone()) } else { (&small_path, small.clone()) };
+                let tx = tx.clone();
+                Box::new(ReadFileJob::new(source(p), limits, move |outcome: Outcome| {
+                    tx.send(outcome.map(|b| *b == **want)).unwrap()
+                })) as Box<dyn crate::pool::Job>
+            })
+            .collect();
+        // All at once, as a burst. (That the others wait is timing-free in the pool's
+        // own tests; here a descheduled test thread may find them all done.)
+        pool.submit_many(jobs);
         let (mut most_open, mut most_bytes, mut done) = (0, 0, 0);
         while done < 80 {
             let s = pool.stats();
@@ -211,7 +218,7 @@ mod tests {
                 done += 1;
             }
         }
-        assert!((1..=3).contains(&most_open), "open files {most_open}");
+        assert!(most_open <= 3, "open files {most_open}");
         assert!(most_bytes <= 2 * big_len as u64 + 1, "bytes in flight {most_bytes}");
         let s = pool.stats();
         assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
