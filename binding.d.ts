@@ -23,6 +23,12 @@ export interface BufferStats {
  */
 export declare function cancel(id: number): void
 
+/**
+ * Cancels the requests `ids` (one AbortSignal's, say) in one pass over the pool's
+ * queues, so that aborting N reads costs O(N), not N searches of the queue.
+ */
+export declare function cancelMany(ids: Array<number>): void
+
 /** Closes `fd`. Returns the request id. */
 export declare function closeFd(fd: number): number
 

@@ -2,6 +2,7 @@
 // cancelled read leaves no fd open.
 import test from 'ava'
 import fs from 'node:fs'
+import { getEventListeners } from 'node:events'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
 import { fairfs, isNative, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
@@ -46,8 +47,10 @@ test.serial('aborting during a 256 MiB read rejects with the reason and closes t
       form === 'promise'
         ? fairfs.readFile(path, { signal: controller.signal })
         : new Promise((resolve, reject) => fairfs.readFile(path, { signal: controller.signal }, (e, d) => (e ? reject(e) : resolve(d))))
-    // Let the read open the file and get going.
-    while (fdsOpenOn(path) === 0) await nextLoopTurn()
+    // Let the read open the file and get going (or end: then the checks below fail).
+    let ended = false
+    read.then(() => (ended = true), () => (ended = true))
+    while (fdsOpenOn(path) === 0 && !ended) await nextLoopTurn()
     controller.abort(reason)
     const err = await read.catch((e) => e)
     t.true(err instanceof Error, `${form}: rejected`)
@@ -96,4 +99,34 @@ test.serial('many reads aborted at random points leak no fds', async (t) => {
   t.is(aborted + completed, 400)
   t.true(aborted >= 134, `aborted ${aborted}`)
   for (const { path } of files) t.is(fdsOpenOn(path), 0)
+})
+
+test.serial('reads sharing one AbortSignal add one listener, removed when the last settles; abort cancels them all', async (t) => {
+  const { path, data } = makeFile(2 * 1024 * 1024)
+  const warnings = []
+  const onWarning = (w) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
+  const shared = new AbortController()
+  const reads = Array.from({ length: 20 }, () => fairfs.promises.readFile(path, { signal: shared.signal }))
+  const listening = getEventListeners(shared.signal, 'abort').length
+  const results = await Promise.all(reads)
+  t.true(results.every((b) => b.equals(data)))
+  await nextLoopTurn()
+  t.deepEqual(warnings, [], 'no MaxListenersExceededWarning')
+  if (isNative) {
+    t.is(listening, 1, 'one listener for twenty reads')
+    t.is(getEventListeners(shared.signal, 'abort').length, 0, 'removed once they settled')
+  }
+  // An abort ends every read still sharing the signal, whichever API started it.
+  const abort = new AbortController()
+  const many = [
+    ...Array.from({ length: 10 }, () => fairfs.promises.readFile(path, { signal: abort.signal })),
+    fairfs.readFiles([path, path, Buffer.from(path)], { signal: abort.signal }),
+    fairfs.readFiles(Array(1000).fill(path), { signal: abort.signal }),
+  ]
+  abort.abort()
+  const outcomes = await Promise.allSettled(many)
+  t.true(outcomes.every((o) => o.status === 'rejected' && o.reason.name === 'AbortError'), JSON.stringify(outcomes.map((o) => o.status)))
+  if (isNative) t.is(getEventListeners(abort.signal, 'abort').length, 0)
 })

@@ -35,8 +35,38 @@ function interpret(result, encoding, signal, path) {
   }
 }
 
+/**
+ * Reads in flight per AbortSignal: one 'abort' listener per signal, however many reads
+ * share it (node:fs adds none; one per read made Node warn of a listener leak at 11),
+ * removed when its last read settles. An abort cancels all of them in one call.
+ */
+const signalReads = new WeakMap()
+
+function watchSignal(signal, id) {
+  let entry = signalReads.get(signal)
+  if (entry === undefined) {
+    entry = {
+      ids: new Set(),
+      onAbort() {
+        signalReads.delete(signal)
+        native.cancelMany([...entry.ids])
+      },
+    }
+    signalReads.set(signal, entry)
+    signal.addEventListener('abort', entry.onAbort, { once: true })
+  }
+  entry.ids.add(id)
+}
+
+function unwatchSignal(signal, id) {
+  const entry = signalReads.get(signal)
+  if (entry === undefined || !entry.ids.delete(id) || entry.ids.size > 0) return
+  signalReads.delete(signal)
+  signal.removeEventListener('abort', entry.onAbort)
+}
+
 function settle(req, result) {
-  if (req.signal) req.signal.removeEventListener('abort', req.onAbort)
+  if (req.signal && req.id !== undefined) unwatchSignal(req.signal, req.id)
   const [err, data] = interpret(result, req.encoding, req.signal, req.path)
   return err ? req.done(err) : req.done(null, data)
 }
@@ -88,7 +118,7 @@ function start(path, options, done, allowFd) {
     read.then((data) => done(null, data), done)
     return
   }
-  const req = { done, encoding, path: undefined, signal, onAbort: undefined }
+  const req = { done, encoding, path: undefined, signal, id: undefined }
   let id
   if (fd >= 0) {
     id = native.readFd(fd, textWanted(encoding))
@@ -107,11 +137,9 @@ function start(path, options, done, allowFd) {
     }
     id = native.readPath(nativePath, flags, 0o666, textWanted(encoding))
   }
+  req.id = id
   track(id, (result) => settle(req, result))
-  if (signal) {
-    req.onAbort = () => native.cancel(id)
-    signal.addEventListener('abort', req.onAbort, { once: true })
-  }
+  if (signal) watchSignal(signal, id)
 }
 
 function readFileCallback(path, options, callback) {
@@ -194,9 +222,8 @@ function readFiles(paths, options) {
 function readStringPaths(list, options, settleAll, resolve, reject) {
   const { signal, encoding } = options
   const id = native.readPaths(list, stringToFlags(options.flag), 0o666)
-  const onAbort = () => native.cancel(id)
   track(id, ([slabs, spans, others]) => {
-    signal?.removeEventListener('abort', onAbort)
+    if (signal) unwatchSignal(signal, id)
     if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
     const results = new Array(others.length)
     for (let i = 0; i < others.length; i++) {
@@ -210,7 +237,7 @@ function readStringPaths(list, options, settleAll, resolve, reject) {
     }
     resolve(results)
   })
-  signal?.addEventListener('abort', onAbort, { once: true })
+  if (signal) watchSignal(signal, id)
 }
 
 /**

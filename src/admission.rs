@@ -247,6 +247,22 @@ impl<T> Admission<T> {
         self.for_bytes.remove(i).map(|w| w.item)
     }
 
+    /// Takes out every waiting read that matches `pred` (cancelled together), in one
+    /// pass; the others keep their order.
+    pub fn remove_all(&mut self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut removed = Vec::new();
+        for queue in [&mut self.for_open, &mut self.for_close] {
+            let (out, kept): (VecDeque<T>, VecDeque<T>) = queue.drain(..).partition(&mut pred);
+            removed.extend(out);
+            *queue = kept;
+        }
+        let (out, kept): (VecDeque<ForBytes<T>>, VecDeque<ForBytes<T>>) =
+            self.for_bytes.drain(..).partition(|w| pred(&w.item));
+        removed.extend(out.into_iter().map(|w| w.item));
+        self.for_bytes = kept;
+        removed
+    }
+
     /// Takes out every waiting read (the pool is shutting down).
     pub fn drain(&mut self) -> Vec<T> {
         let mut all: Vec<T> = self.for_open.drain(..).collect();

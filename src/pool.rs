@@ -415,25 +415,42 @@ impl Pool {
     /// job being read is released by its worker after the current chunk. Returns
     /// whether the job was still waiting.
     pub fn cancel(&self, ticket: &Ticket) -> bool {
-        // Set before taking the lock: a worker putting the job back checks the flag
+        self.cancel_many(std::slice::from_ref(ticket)) == 1
+    }
+
+    /// Cancels several jobs in one pass over the queues (an abort of a whole batch
+    /// costs O(queue + jobs), not a search per job). Returns how many were waiting
+    /// and so were released here.
+    pub fn cancel_many(&self, tickets: &[Ticket]) -> usize {
+        // Set before taking the lock: a worker putting a job back checks the flag
         // under the lock, so either it sees the flag or we find the job queued.
-        ticket.cancelled.store(true, Ordering::Release);
+        for ticket in tickets {
+            ticket.cancelled.store(true, Ordering::Release);
+        }
+        let ids: std::collections::HashSet<u64> = tickets.iter().map(|t| t.id).collect();
         let mut state = self.lock();
-        let is_it = |e: &Entry| e.id == ticket.id;
-        let removed = state.queue.remove(is_it).or_else(|| state.admission.remove(is_it)).or_else(|| {
-            let i = state.retry.iter().position(is_it)?;
-            state.retry.remove(i)
-        });
-        let Some(entry) = removed else { return false };
-        // Given back before the cancellation is delivered, as in `finish_cancelled`.
-        let wake = state.release(entry.held()) > 0 && state.idle > 0;
+        let is_one = |e: &Entry| ids.contains(&e.id);
+        let mut removed = state.queue.remove_all(is_one);
+        removed.extend(state.admission.remove_all(is_one));
+        let (retry, kept): (VecDeque<Entry>, VecDeque<Entry>) = state.retry.drain(..).partition(is_one);
+        state.retry = kept;
+        removed.extend(retry);
+        // Given back before the cancellations are delivered, as in `finish_cancelled`.
+        let mut admitted = 0;
+        for entry in &removed {
+            admitted += state.release(entry.held());
+        }
+        let wake = admitted > 0 && state.idle > 0;
         drop(state);
         if wake {
-            self.shared.work_ready.notify_one();
+            self.shared.work_ready.notify_all();
         }
-        self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
-        entry.job.cancel();
-        true
+        let n = removed.len();
+        self.shared.cancelled.fetch_add(n as u64, Ordering::Relaxed);
+        for entry in removed {
+            entry.job.cancel();
+        }
+        n
     }
 
     /// Sets the open-file and byte limits of admission ([`crate::admission`]); `None`
@@ -1132,6 +1149,38 @@ mod tests {
         assert_eq!(rest, [("a", "complete"), ("c", "complete"), ("c", "step")]);
         let s = pool.stats();
         assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+    }
+
+    #[test]
+    fn cancel_many_takes_out_the_waiting_jobs_at_once_and_leaves_the_rest_in_order() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob { name: "busy", steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() }));
+        while pool.stats().active == 0 {
+            std::thread::yield_now(); // until the worker holds "busy"
+        }
+        let names = ["a", "b", "c", "d", "e"];
+        let tickets: Vec<_> = names.iter().map(|n| pool.submit(job(n, 1, &tx))).collect();
+        let cancelled = [&tickets[0], &tickets[2], &tickets[4]].map(|t| t.clone());
+        assert_eq!(pool.cancel_many(&cancelled), 3, "all three were waiting");
+        let mut events: Vec<_> = (0..3).map(|_| recv(&rx)).collect();
+        events.sort_unstable();
+        assert_eq!(events, [("a", "cancel"), ("c", "cancel"), ("e", "cancel")]);
+        assert_eq!(pool.stats().cancelled, 3);
+        open.send(()).unwrap();
+        let rest: Vec<_> = (0..6).map(|_| recv(&rx)).collect();
+        assert_eq!(
+            rest,
+            [
+                ("busy", "step"),
+                ("busy", "complete"),
+                ("b", "step"),
+                ("b", "complete"),
+                ("d", "step"),
+                ("d", "complete")
+            ]
+        );
     }
 
     #[test]

@@ -128,6 +128,24 @@ impl<T> FairQueue<T> {
         None
     }
 
+    /// Removes every waiting request that matches `pred`, in one pass; the others
+    /// keep their order and credit.
+    pub fn remove_all(&mut self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut removed = Vec::new();
+        for list in [&mut self.new, &mut self.old] {
+            let mut kept = VecDeque::with_capacity(list.len());
+            for flow in list.drain(..) {
+                if pred(&flow.item) {
+                    removed.push(flow.item);
+                } else {
+                    kept.push_back(flow);
+                }
+            }
+            *list = kept;
+        }
+        removed
+    }
+
     /// Removes every waiting request.
     pub fn drain(&mut self) -> Vec<T> {
         self.new.drain(..).chain(self.old.drain(..)).map(|f| f.item).collect()
