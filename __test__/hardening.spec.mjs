@@ -128,3 +128,28 @@ needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded
   t.true(peak < 10_000 * 64 * 1024 * 1.5, `RSS grew ${peak}`)
   t.is(fairfs.stats().queued, 0)
 })
+
+nativeOnly(test)('a panic in a pool thread fails only its own read, with a clear error; the pool and the process go on', async (t) => {
+  const { path: bad } = makeFile(100_000, 'panics-here')
+  const { path: good, data } = makeFile(100_000)
+  const script = `
+    const fairfs = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
+    const describe = (e) => ({ code: e.code, message: e.message })
+    ;(async () => {
+      const failed = await fairfs.promises.readFile(${JSON.stringify(bad)}).then(() => null, describe)
+      const batch = await fairfs.readFiles([${JSON.stringify(good)}, ${JSON.stringify(bad)}], { settle: true })
+      const after = await Promise.all(Array.from({ length: 8 }, () => fairfs.promises.readFile(${JSON.stringify(good)})))
+      console.log(JSON.stringify({ failed, batch: batch.map((r) => r.status), after: after.map((b) => b.length), threads: fairfs.stats().threads }))
+    })()`
+  const out = await new Promise((resolve, reject) =>
+    execFile(process.execPath, ['-e', script], { env: { ...process.env, FAIRFS_TEST_PANIC_PATH: 'panics-here' }, timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve({ ...JSON.parse(stdout), stderr }),
+    ),
+  )
+  t.is(out.failed.code, 'ERR_FAIRFS_INTERNAL')
+  t.regex(out.failed.message, /panicked while reading '.*panics-here'/)
+  t.deepEqual(out.batch, ['fulfilled', 'rejected'])
+  t.deepEqual(out.after, Array(8).fill(data.length))
+  t.is(out.threads, 4)
+  t.regex(out.stderr, /fairfs test fault/, 'the panic itself is on stderr')
+})

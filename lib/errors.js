@@ -94,4 +94,13 @@ function methodNotImplemented(name) {
   return withCode(new Error(`The ${name} method is not implemented`), 'ERR_METHOD_NOT_IMPLEMENTED')
 }
 
-module.exports = { methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }
+/**
+ * A fairfs pool thread panicked while running this read (a bug in fairfs; Rust printed
+ * the panic on stderr). Only this read failed; the pool goes on.
+ */
+function internalError(path) {
+  const where = path === undefined ? '' : ` '${path}'`
+  return withCode(new Error(`fairfs: a pool thread panicked while reading${where}; only this read failed (a bug in fairfs, see stderr)`), 'ERR_FAIRFS_INTERNAL')
+}
+
+module.exports = { internalError, methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }

@@ -4,7 +4,7 @@
 
 const { constants: { MAX_LENGTH } } = require('node:buffer')
 const binding = require('../binding.js')
-const { uvError, fileTooLarge } = require('./errors')
+const { uvError, fileTooLarge, internalError } = require('./errors')
 
 /** Requests in flight from this thread: id -> handler(result). */
 const inFlight = new Map()
@@ -38,9 +38,10 @@ function track(id, handler) {
 /**
  * The error a native failure stands for: `[errno, syscall]` is an OS error (errno is
  * libuv's negative error number, named by uvError; node:fs adds `path` to `open`
- * errors), `[size]` a file over the limit.
+ * errors), `[size]` a file over the limit, `['panic']` a pool thread that panicked.
  */
 function nativeError(result, path) {
+  if (result[0] === 'panic') return internalError(path)
   return result.length === 1 ? fileTooLarge(result[0], maxLength) : uvError(result, path)
 }
 

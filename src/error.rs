@@ -168,6 +168,9 @@ pub enum ReadError {
     TooLarge { size: u64 },
     /// The request was cancelled before it completed.
     Cancelled,
+    /// A pool thread panicked while running the request (a bug in fairfs): the
+    /// request fails, and nothing else does. The panic message went to stderr.
+    Panicked,
 }
 
 impl From<FsError> for ReadError {
@@ -184,6 +187,7 @@ impl fmt::Display for ReadError {
                 write!(f, "file size ({size}) is greater than the limit")
             }
             ReadError::Cancelled => f.write_str("the operation was aborted"),
+            ReadError::Panicked => f.write_str("a fairfs pool thread panicked while reading"),
         }
     }
 }

@@ -610,13 +610,15 @@ fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
         ReadError::Io(e) => (e.uv_errno(), e.syscall.as_str()).into_unknown(env),
         ReadError::TooLarge { size } => (size as f64,).into_unknown(env),
         ReadError::Cancelled => Null.into_unknown(env),
+        ReadError::Panicked => ("panic",).into_unknown(env),
     }
 }
 
 impl ToNapiValue for Batch {
     /// `[id, result, id, result, ...]`, where result is a Buffer (read), a number
     /// (opened fd), `undefined` (closed), `[uvErrno, syscall]` (OS error: libuv's
-    /// negative error number), `[size]` (file over the limit), or `null` (cancelled).
+    /// negative error number), `[size]` (file over the limit), `['panic']` (a pool
+    /// thread panicked), or `null` (cancelled).
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;

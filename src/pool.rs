@@ -14,6 +14,7 @@
 //! every Node environment (main thread and worker_threads) that loads the addon.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, Limits, Wait};
@@ -110,6 +111,11 @@ pub trait Job: Send + 'static {
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
     fn cancel(self: Box<Self>);
+    /// A step or piece of the job panicked (a bug): deliver a failure, free what can
+    /// be freed. By default it is delivered as a cancellation.
+    fn fail(self: Box<Self>) {
+        self.cancel()
+    }
 }
 
 /// A handle for cancelling a submitted job.
@@ -729,7 +735,15 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Afte
         run_piece(shared, flow, piece);
         return After::Ended;
     }
-    let step = flow.item.job.step();
+    // A panic (a bug) fails this request alone: the worker lives on, and the
+    // request's caller hears of it instead of waiting forever.
+    let Ok(step) = catch_unwind(AssertUnwindSafe(|| flow.item.job.step())) else {
+        count_chunk(shared, 0, false);
+        shared.completed.fetch_add(1, Ordering::Relaxed);
+        give_back(shared, flow.item.held());
+        let _ = catch_unwind(AssertUnwindSafe(|| flow.item.job.fail()));
+        return After::Ended;
+    };
     // A step that read nothing and is not the last only opened the file (and waits
     // for admission): it is not a chunk.
     count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
@@ -738,7 +752,7 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Afte
         // Given back before the result is delivered, so that whoever sees a result
         // sees its slot and bytes free (its fd closes in `complete`, just after).
         give_back(shared, flow.item.held());
-        flow.item.job.complete();
+        let _ = catch_unwind(AssertUnwindSafe(|| flow.item.job.complete()));
         After::Ended
     } else {
         After::Requeue(flow, step.bytes)
@@ -764,9 +778,10 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) {
     if wake {
         shared.work_ready.notify_one();
     }
-    let bytes = (piece.run)();
+    // A panicking piece counts as unread: dropping it unfinished fails its job.
+    let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
     count_chunk(shared, bytes, true);
-    drop(piece);
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(piece)));
 }
 
 /// Counts a chunk (step or piece) that read `bytes` as done. Called before the
@@ -793,7 +808,7 @@ fn give_back(shared: &Shared, held: Held) {
 fn finish_cancelled(shared: &Shared, entry: Entry) {
     give_back(shared, entry.held());
     shared.cancelled.fetch_add(1, Ordering::Relaxed);
-    entry.job.cancel();
+    let _ = catch_unwind(AssertUnwindSafe(|| entry.job.cancel()));
 }
 
 /// The process-wide pool, created with the defaults on first use.
@@ -1181,6 +1196,38 @@ mod tests {
                 ("d", "complete")
             ]
         );
+    }
+
+    /// A job whose step panics.
+    struct Panics(mpsc::Sender<(&'static str, &'static str)>);
+
+    impl Job for Panics {
+        fn step(&mut self) -> Step {
+            panic!("a bug in a step");
+        }
+        fn complete(self: Box<Self>) {
+            self.0.send(("panics", "complete")).unwrap();
+        }
+        fn cancel(self: Box<Self>) {
+            self.0.send(("panics", "cancel")).unwrap();
+        }
+        fn fail(self: Box<Self>) {
+            self.0.send(("panics", "fail")).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_panicking_step_fails_its_own_job_and_the_worker_lives_on() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        pool.submit(Box::new(Panics(tx.clone())));
+        assert_eq!(recv(&rx), ("panics", "fail"));
+        // The one worker is still there to run the next job.
+        pool.submit(job("after", 1, &tx));
+        assert_eq!(recv(&rx), ("after", "step"));
+        assert_eq!(recv(&rx), ("after", "complete"));
+        let s = pool.stats();
+        assert_eq!((s.completed, s.active, s.threads), (2, 0, 1));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! read stays queued, so several workers can read one big file at once, each with
 //! `pread` at its own offset.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
@@ -294,7 +294,10 @@ impl FileRead {
 /// `defer` and it is bigger than a chunk (then admission control grants it first).
 fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, ReadError> {
     let (fd, owned) = match source {
-        Source::Path { path, flags, mode } => (sys::open(path, *flags, *mode)?, true),
+        Source::Path { path, flags, mode } => {
+            panic_for_test(path);
+            (sys::open(path, *flags, *mode)?, true)
+        }
         Source::Fd(fd) => (*fd, false),
     };
     // From here on the fd is in `file`, whose Drop closes it on any error.
@@ -313,6 +316,17 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
         }
     }
     Ok(file)
+}
+
+/// The test-only fault hook: with `FAIRFS_TEST_PANIC_PATH=<suffix>` in the environment,
+/// opening a path that ends with it panics, so that tests can show a panic fails its
+/// own request and nothing else. Read once; unset, it costs one load per open.
+fn panic_for_test(path: &CStr) {
+    static SUFFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    let suffix = SUFFIX.get_or_init(|| std::env::var_os("FAIRFS_TEST_PANIC_PATH").map(|v| v.into_encoded_bytes()));
+    if suffix.as_ref().is_some_and(|s| !s.is_empty() && path.to_bytes().ends_with(s)) {
+        panic!("fairfs test fault: FAIRFS_TEST_PANIC_PATH matched {path:?}");
+    }
 }
 
 /// Allocates the buffer of a file of known size, in parts if we opened it and it

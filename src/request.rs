@@ -82,6 +82,14 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
         drop(this.read);
         (this.on_done)(Err(ReadError::Cancelled));
     }
+
+    fn fail(self: Box<Self>) {
+        let ReadFileJob { read, on_done, .. } = *self;
+        // The read may be half-updated by the panic: free it if it lets us, and tell
+        // the caller either way.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(read)));
+        on_done(Err(ReadError::Panicked));
+    }
 }
 
 /// Submits a read of `source` to `pool`; `on_done` runs on a pool thread (or on the
