@@ -76,10 +76,11 @@ export interface PoolStats {
 
 /**
  * The fast path: reads `path` right here if it is a small regular file whose lookup
- * and data are in the kernel's caches, so nothing can block; `null` otherwise (then
- * read it through the pool with `readPath`).
+ * and data are in the kernel's caches, so nothing can block. A FIFO or device it
+ * opened goes on in the pool, and the request id comes back instead (`text` as for
+ * `readPath`); `null` otherwise (then read it through the pool with `readPath`).
  */
-export declare function readCached(path: string, flags: number, maxSize: number): Buffer | null
+export declare function readCached(path: string, flags: number, maxSize: number, text: number): Buffer | number | null
 
 /**
  * Reads up to `length` bytes of `fd` at `position` (negative: the current

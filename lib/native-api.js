@@ -127,15 +127,18 @@ function start(path, options, done, allowFd) {
     const { native: nativePath, display } = validatePath(path)
     req.path = display
     if (fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
-      const data = native.readCached(nativePath, flags, kFastPathMax)
-      if (data !== null) {
+      const data = native.readCached(nativePath, flags, kFastPathMax, textWanted(encoding))
+      if (typeof data === 'number') {
+        // A FIFO or device it opened: the pool reads that fd (request `data`).
+        id = data
+      } else if (data !== null) {
         // A macrotask, like a completion from the pool: a loop of cached reads must
         // not starve I/O and timers the way a chain of nextTicks would.
         setImmediate(settle, req, data)
         return
       }
     }
-    id = native.readPath(nativePath, flags, 0o666, textWanted(encoding))
+    id ??= native.readPath(nativePath, flags, 0o666, textWanted(encoding))
   }
   req.id = id
   track(id, (result) => settle(req, result))

@@ -5,9 +5,11 @@
 //! syscalls when the file is in the page cache. Here the caller does them itself:
 //! `openat2(RESOLVE_CACHED)`, `fstat`, `preadv2(RWF_NOWAIT)`, `close`. The lookup and
 //! the read fail with `EAGAIN` instead of waiting for the disk, so a cold file never
-//! stalls the caller; any failure, short read or file that is not a small regular
-//! file is a [`Cached::Miss`], and the caller goes through the pool, which gives
-//! the real result or error.
+//! stalls the caller; any failure, short read or regular file that is not small is a
+//! [`Cached::Miss`], and the caller goes through the pool, which gives the real
+//! result or error. Anything else it opened (a FIFO, a device) is handed to the pool
+//! as it is ([`Cached::Opened`]): closing it could kill a FIFO's waiting writer
+//! (SIGPIPE), and opening a device twice may not be harmless.
 //!
 //! Only Linux has such calls. Elsewhere, and with `--cfg fairfs_portable`, every
 //! call is a miss and every read goes through the pool.
@@ -28,6 +30,9 @@ pub enum Cached {
     Hit(Vec<u8>),
     /// Not served here; read it through the pool.
     Miss,
+    /// Opened here (with `O_NONBLOCK`), but not a regular file: the pool must read
+    /// this fd and close it.
+    Opened(crate::sys::Fd),
 }
 
 /// Reads `path` (opened with `flags`, which must not create or truncate) if it is a
@@ -48,10 +53,17 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     // read are regular, where it changes nothing); O_NOCTTY: a tty must not become
     // the controlling terminal.
     let Ok(fd) = sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY) else { return Cached::Miss };
+    let st = match sys::fstat(fd) {
+        Ok(st) if !st.is_regular => return Cached::Opened(fd),
+        Ok(st) => st,
+        Err(_) => {
+            let _ = sys::close(fd);
+            return Cached::Miss;
+        }
+    };
     let result = (|| {
-        let st = sys::fstat(fd).ok()?;
         let size = usize::try_from(st.size).ok()?;
-        if !st.is_regular || size == 0 || size > max_size {
+        if size == 0 || size > max_size {
             return None;
         }
         let mut buf = Vec::with_capacity(size);
@@ -90,19 +102,26 @@ mod tests {
             // Kernels before 5.12 (or seccomp filters) refuse openat2: the fast path
             // is then off by nature, and every call must miss cleanly.
             Cached::Miss => assert!(sys::open_cached(&c(&small), libc::O_RDONLY).is_err()),
+            Cached::Opened(_) => panic!("a regular file is never handed over"),
         }
         assert_eq!(try_read(&c(&small), libc::O_RDONLY, 4), Cached::Miss, "over max_size");
-        assert_eq!(try_read(&c(&dir), libc::O_RDONLY, 1024), Cached::Miss, "a directory");
+        match try_read(&c(&dir), libc::O_RDONLY, 1024) {
+            Cached::Opened(fd) => sys::close(fd).unwrap(), // a directory: the pool reports EISDIR
+            other => assert_eq!(other, Cached::Miss, "a directory"),
+        }
         assert_eq!(try_read(&c(&dir.join("missing")), libc::O_RDONLY, 1024), Cached::Miss);
         assert_eq!(try_read(c"/proc/self/status", libc::O_RDONLY, 1 << 20), Cached::Miss, "size 0");
         assert_eq!(try_read(&c(&small), libc::O_RDWR, 1024), Cached::Miss, "writable flags");
         let empty = dir.join("empty");
         std::fs::write(&empty, b"").unwrap();
         assert_eq!(try_read(&c(&empty), libc::O_RDONLY, 1024), Cached::Miss);
-        // A FIFO without a writer: must miss at once, not wait for a writer.
+        // A FIFO without a writer: handed over at once, not waited for, not closed.
         let fifo = dir.join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-        assert_eq!(try_read(&c(&fifo), libc::O_RDONLY, 1024), Cached::Miss);
+        match try_read(&c(&fifo), libc::O_RDONLY, 1024) {
+            Cached::Opened(fd) => sys::close(fd).unwrap(),
+            other => assert!(sys::open_cached(&c(&fifo), libc::O_RDONLY | libc::O_NONBLOCK).is_err(), "{other:?}"),
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

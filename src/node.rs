@@ -305,14 +305,23 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
 }
 
 /// The fast path: reads `path` right here if it is a small regular file whose lookup
-/// and data are in the kernel's caches, so nothing can block; `null` otherwise (then
-/// read it through the pool with `readPath`).
+/// and data are in the kernel's caches, so nothing can block. A FIFO or device it
+/// opened goes on in the pool, and the request id comes back instead (`text` as for
+/// `readPath`); `null` otherwise (then read it through the pool with `readPath`).
 #[napi]
-pub fn read_cached(env: &Env, path: String, flags: i32, max_size: u32) -> Result<Option<BufferSlice<'_>>> {
+pub fn read_cached(
+    env: &Env,
+    path: String,
+    flags: i32,
+    max_size: u32,
+    text: u32,
+) -> Result<Option<Either<BufferSlice<'_>, f64>>> {
     let path = CString::new(path).map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
     match crate::cached::try_read(&path, flags, max_size as usize) {
-        crate::cached::Cached::Hit(data) => Ok(Some(BufferSlice::copy_from(env, data)?)),
+        crate::cached::Cached::Hit(data) => Ok(Some(Either::A(BufferSlice::copy_from(env, data)?))),
         crate::cached::Cached::Miss => Ok(None),
+        // A FIFO or device, opened: the pool reads it from here (a request id).
+        crate::cached::Cached::Opened(fd) => Ok(Some(Either::B(submit_read(env, Source::Opened(fd), text)?))),
     }
 }
 

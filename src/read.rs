@@ -40,6 +40,9 @@ pub enum Source {
     Path { path: CString, flags: i32, mode: u32 },
     /// Read this caller-owned fd from its current position; never close it.
     Fd(Fd),
+    /// An fd opened for us with `O_NONBLOCK` (by the fast path, which found it is not
+    /// a regular file): read it as if we had opened the path, and close it.
+    Opened(Fd),
 }
 
 /// Limits of one read.
@@ -111,6 +114,9 @@ struct OpenFile {
     /// Its buffer is not allocated yet: a big file under admission control waits
     /// for its bytes to be granted first.
     unallocated: bool,
+    /// A FIFO opened with `O_NONBLOCK`, whose first read must first find out whether
+    /// a writer is there ([`sys::nonblocking_open_flags`]).
+    fifo_unsettled: bool,
 }
 
 impl Drop for OpenFile {
@@ -139,6 +145,16 @@ pub struct FileRead {
     /// Under admission control: waiting for descriptors is over, the next open's
     /// error is final.
     gave_up: bool,
+}
+
+impl Drop for FileRead {
+    /// An fd handed to us ([`Source::Opened`]) is ours to close even if the read
+    /// never started (cancelled while it waited).
+    fn drop(&mut self) {
+        if let (State::Unopened, Source::Opened(fd)) = (&self.state, &self.source) {
+            let _ = sys::close(*fd);
+        }
+    }
 }
 
 impl FileRead {
@@ -179,7 +195,8 @@ impl FileRead {
     /// Its bytes were refused: close our file so that it waits holding nothing. It
     /// opens again (and allocates at once, once granted) on its next step.
     pub fn suspend(&mut self) {
-        if let State::Reading(OpenFile { owned: true, unallocated: true, .. }) = self.state {
+        let reopens = matches!(self.source, Source::Path { .. });
+        if reopens && matches!(self.state, State::Reading(OpenFile { owned: true, unallocated: true, .. })) {
             self.state = State::Unopened; // dropping the OpenFile closes it
         }
     }
@@ -249,6 +266,9 @@ impl FileRead {
         if want == 0 {
             return Ok(Progress::Done { bytes: 0 });
         }
+        if file.fifo_unsettled {
+            return settle_fifo(file, want);
+        }
         let n = sys::read_into(file.fd, file.buf.vec_mut(), want, offset)?;
         let complete = n == 0 || file.expected == Some(file.buf.len());
         Ok(if complete { Progress::Done { bytes: n } } else { Progress::More { bytes: n } })
@@ -293,17 +313,38 @@ impl FileRead {
 /// Opens and stats the source, and allocates the buffer of a regular file, unless
 /// `defer` and it is bigger than a chunk (then admission control grants it first).
 fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, ReadError> {
-    let (fd, owned) = match source {
+    let (fd, owned, nonblocking) = match source {
         Source::Path { path, flags, mode } => {
             panic_for_test(path);
-            (sys::open(path, *flags, *mode)?, true)
+            // Never wait in open(2) (a FIFO with no writer): see nonblocking_open_flags.
+            match sys::nonblocking_open_flags(*flags) {
+                Some(nonblocking) => (sys::open(path, nonblocking, *mode)?, true, true),
+                None => (sys::open(path, *flags, *mode)?, true, false),
+            }
         }
-        Source::Fd(fd) => (*fd, false),
+        Source::Fd(fd) => (*fd, false, false),
+        Source::Opened(fd) => (*fd, true, true),
     };
     // From here on the fd is in `file`, whose Drop closes it on any error.
-    let mut file =
-        OpenFile { fd, owned, buf: PooledBytes::unpooled(Vec::new()), expected: None, parts: None, unallocated: false };
+    let mut file = OpenFile {
+        fd,
+        owned,
+        buf: PooledBytes::unpooled(Vec::new()),
+        expected: None,
+        parts: None,
+        unallocated: false,
+        fifo_unsettled: false,
+    };
     let st = sys::fstat(fd)?;
+    if nonblocking && !st.is_regular {
+        // A FIFO learns on its first read whether a writer is there; anything else
+        // (a device) is read as a blocking open would have left it.
+        if st.is_fifo {
+            file.fifo_unsettled = true;
+        } else {
+            sys::set_blocking(fd)?;
+        }
+    }
     if st.is_regular && st.size > 0 {
         if st.size > limits.max_length {
             return Err(ReadError::TooLarge { size: st.size });
@@ -316,6 +357,26 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
         }
     }
     Ok(file)
+}
+
+/// The first read of a FIFO opened with `O_NONBLOCK`, as node:fs's blocking open and
+/// read would see it: data (a writer came first and wrote) is kept; `EAGAIN` means a
+/// writer is there but has not written; 0 means no writer yet, so it waits for one
+/// ([`sys::wait_readable`]). Either way the fd is blocking afterwards, so later reads
+/// wait for data and end at the writer's close.
+fn settle_fifo(file: &mut OpenFile, want: usize) -> Result<Progress, ReadError> {
+    file.fifo_unsettled = false;
+    let n = match sys::read_into(file.fd, file.buf.vec_mut(), want, None) {
+        Ok(0) => {
+            sys::wait_readable(file.fd)?;
+            0
+        }
+        Ok(n) => n,
+        Err(e) if sys::is_would_block(&e) => 0,
+        Err(e) => return Err(e.into()),
+    };
+    sys::set_blocking(file.fd)?;
+    Ok(Progress::More { bytes: n })
 }
 
 /// The test-only fault hook: with `FAIRFS_TEST_PANIC_PATH=<suffix>` in the environment,

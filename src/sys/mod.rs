@@ -41,6 +41,8 @@ pub type Fd = std::ffi::c_int;
 #[derive(Clone, Copy, Debug)]
 pub struct FileStat {
     pub is_regular: bool,
+    /// A FIFO (named pipe): see [`nonblocking_open_flags`].
+    pub is_fifo: bool,
     pub size: u64,
 }
 
@@ -99,6 +101,56 @@ pub fn read_into(fd: Fd, buf: &mut Vec<u8>, len: usize, offset: Option<u64>) -> 
     // SAFETY: `read_uninit` initialised the first `n <= len` bytes of the spare capacity.
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
+}
+
+/// The flags to open a path for reading without waiting in `open(2)`: `flags` plus
+/// `O_NONBLOCK`, where that applies (unix, read-only, not asked for already), else
+/// `None`. Opening a FIFO blocks until a writer comes; opened this way it does not,
+/// and does not disturb a writer that is waiting (closing a read end would: SIGPIPE).
+/// The read then waits for a writer itself ([`wait_readable`]) and turns the fd back
+/// to blocking ([`set_blocking`]). Regular files ignore the flag.
+pub fn nonblocking_open_flags(flags: i32) -> Option<i32> {
+    #[cfg(all(unix, not(fairfs_portable)))]
+    return (flags & libc::O_ACCMODE == libc::O_RDONLY && flags & libc::O_NONBLOCK == 0)
+        .then_some(flags | libc::O_NONBLOCK);
+    #[cfg(not(all(unix, not(fairfs_portable))))]
+    {
+        let _ = flags;
+        None
+    }
+}
+
+/// Clears `O_NONBLOCK` on an fd we opened with it.
+pub fn set_blocking(fd: Fd) -> Result<(), FsError> {
+    #[cfg(all(unix, not(fairfs_portable)))]
+    return unix::set_blocking(fd);
+    #[cfg(not(all(unix, not(fairfs_portable))))]
+    {
+        let _ = fd;
+        Ok(())
+    }
+}
+
+/// Waits until `fd` (a FIFO) has data or a writer that came and went.
+pub fn wait_readable(fd: Fd) -> Result<(), FsError> {
+    #[cfg(all(unix, not(fairfs_portable)))]
+    return unix::wait_readable(fd);
+    #[cfg(not(all(unix, not(fairfs_portable))))]
+    {
+        let _ = fd;
+        Ok(())
+    }
+}
+
+/// Whether a read on a non-blocking fd found nothing to read yet (`EAGAIN`).
+pub fn is_would_block(e: &FsError) -> bool {
+    #[cfg(unix)]
+    return e.os == libc::EAGAIN || e.os == libc::EWOULDBLOCK;
+    #[cfg(windows)]
+    {
+        let _ = e;
+        false
+    }
 }
 
 /// How many descriptors this process may hold: `RLIMIT_NOFILE`'s soft limit on unix

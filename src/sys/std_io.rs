@@ -123,7 +123,7 @@ mod os {
 
     pub fn stat(file: &File) -> io::Result<FileStat> {
         let meta = file.metadata()?;
-        Ok(FileStat { is_regular: meta.is_file(), size: meta.len() })
+        Ok(FileStat { is_regular: meta.is_file(), is_fifo: false, size: meta.len() })
     }
 
     pub fn read_at(file: &File, dst: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -210,8 +210,8 @@ mod os {
     /// problem with the handle shows up in the read that follows.
     pub fn stat(file: &File) -> io::Result<FileStat> {
         Ok(match file.metadata() {
-            Ok(meta) => FileStat { is_regular: meta.is_file(), size: meta.len() },
-            Err(_) => FileStat { is_regular: false, size: 0 },
+            Ok(meta) => FileStat { is_regular: meta.is_file(), is_fifo: false, size: meta.len() },
+            Err(_) => FileStat { is_regular: false, is_fifo: false, size: 0 },
         })
     }
 

@@ -37,7 +37,29 @@ pub fn fstat(fd: Fd) -> Result<FileStat, FsError> {
     retry(Syscall::Fstat, || unsafe { libc::fstat(fd, st.as_mut_ptr()) }, |r| *r < 0)?;
     // SAFETY: fstat returned 0, so it filled `st`.
     let st = unsafe { st.assume_init() };
-    Ok(FileStat { is_regular: st.st_mode & libc::S_IFMT == libc::S_IFREG, size: st.st_size as u64 })
+    let kind = st.st_mode & libc::S_IFMT;
+    Ok(FileStat { is_regular: kind == libc::S_IFREG, is_fifo: kind == libc::S_IFIFO, size: st.st_size as u64 })
+}
+
+/// Clears `O_NONBLOCK`; `fcntl` is where an error would show, as `read` in node:fs.
+pub fn set_blocking(fd: Fd) -> Result<(), FsError> {
+    // SAFETY: fcntl on an fd we own, with integer arguments only.
+    let flags = retry(Syscall::Read, || unsafe { libc::fcntl(fd, libc::F_GETFL) }, |r| *r < 0)?;
+    if flags & libc::O_NONBLOCK != 0 {
+        // SAFETY: as above.
+        retry(Syscall::Read, || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) }, |r| *r < 0)?;
+    }
+    Ok(())
+}
+
+/// `poll` for `POLLIN` without a timeout. On a FIFO read end opened before any
+/// writer, Linux reports neither data nor hang-up until a writer has come, so this
+/// waits as a blocking `open` would have.
+pub fn wait_readable(fd: Fd) -> Result<(), FsError> {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: `pfd` is one valid pollfd that poll reads and writes during the call.
+    retry(Syscall::Read, || unsafe { libc::poll(&mut pfd, 1, -1) }, |r| *r < 0)?;
+    Ok(())
 }
 
 pub fn close(fd: Fd) -> Result<(), FsError> {

@@ -1,0 +1,74 @@
+// FIFOs, writer first or reader first, through every API, with the fast path on and
+// off: the result is node:fs's, the writer is never killed, nothing hangs.
+import test from 'ava'
+import fs from 'node:fs'
+import { spawn, execFileSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fairfs, isNative, tmpPath } from './helpers.mjs'
+
+/** A shell that writes `text` into `fifo`; resolves with how it ended. */
+function writer(fifo, text) {
+  const sh = spawn('sh', ['-c', `printf '%s' "$1" > "$2"`, 'sh', text, fifo])
+  return new Promise((resolve) => sh.on('exit', (code, signal) => resolve({ code, signal })))
+}
+
+const apis = {
+  readFile: (p) => new Promise((resolve, reject) => fairfs.readFile(p, 'utf8', (e, d) => (e ? reject(e) : resolve(d)))),
+  'promises.readFile': (p) => fairfs.promises.readFile(p, 'utf8'),
+  readFiles: async (p) => (await fairfs.readFiles([p], 'utf8'))[0],
+  createReadStream: async (p) => {
+    let text = ''
+    for await (const chunk of fairfs.createReadStream(p, 'utf8')) text += chunk
+    return text
+  },
+}
+
+for (const fastPath of [true, false]) {
+  for (const [api, read] of Object.entries(apis)) {
+    for (const order of ['writer first', 'reader first']) {
+      test.serial(`FIFO, ${order}, ${api}, fast path ${fastPath ? 'on' : 'off'}`, async (t) => {
+        t.timeout(20_000, 'a FIFO read hung')
+        fairfs.configure({ fastPath })
+        t.teardown(() => fairfs.configure({ fastPath: true }))
+        const fifo = tmpPath('fifo')
+        execFileSync('mkfifo', [fifo])
+        let wrote
+        let got
+        if (order === 'writer first') {
+          wrote = writer(fifo, 'hello')
+          await sleep(100) // the writer waits in open() for a reader
+          got = await read(fifo)
+        } else {
+          const reading = read(fifo)
+          await sleep(100) // the reader waits for a writer
+          wrote = writer(fifo, 'hello')
+          got = await reading
+        }
+        t.is(got, 'hello')
+        t.deepEqual(await wrote, { code: 0, signal: null }, 'the writer finished, not killed by SIGPIPE')
+        fs.rmSync(fifo)
+      })
+    }
+  }
+}
+
+test.serial('node:fs gives the same for a FIFO, writer first', async (t) => {
+  const fifo = tmpPath('fifo-node')
+  execFileSync('mkfifo', [fifo])
+  const wrote = writer(fifo, 'hello')
+  await sleep(100)
+  t.is(await fs.promises.readFile(fifo, 'utf8'), 'hello')
+  t.deepEqual(await wrote, { code: 0, signal: null })
+})
+
+if (isNative) {
+  test.serial('a FIFO whose writer writes nothing reads as empty', async (t) => {
+    t.timeout(20_000, 'a FIFO read hung')
+    const fifo = tmpPath('fifo-empty')
+    execFileSync('mkfifo', [fifo])
+    const wrote = writer(fifo, '')
+    await sleep(100)
+    t.is(await fairfs.promises.readFile(fifo, 'utf8'), '')
+    t.deepEqual(await wrote, { code: 0, signal: null })
+  })
+}
