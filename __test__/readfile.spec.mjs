@@ -31,7 +31,8 @@ for (const encoding of encodings) {
   })
 }
 
-test('multi-byte utf8 split across chunk boundaries decodes like node:fs', async (t) => {
+// Serial: configure() is process-wide, and concurrent tests would read with its chunk size.
+test.serial('multi-byte utf8 split across chunk boundaries decodes like node:fs', async (t) => {
   fairfs.configure({ chunkSize: 4096 })
   t.teardown(() => fairfs.configure({ chunkSize: 512 * 1024 }))
   const path = tmpPath('utf8')
