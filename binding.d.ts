@@ -114,4 +114,10 @@ export declare function readPaths(paths: Array<string>, flags: number, mode: num
  */
 export declare function setMaxLength(maxLength: number): void
 
+/**
+ * Sets the largest result this environment's reads of sources of unknown size may
+ * produce (default 2 GiB - 1; the JS layer validates it).
+ */
+export declare function setMaxUnsizedLength(maxUnsizedLength: number): void
+
 export declare function stats(): PoolStats

@@ -847,4 +847,5 @@ module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths
 module.exports.setMaxLength = nativeBinding.setMaxLength
+module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
 module.exports.stats = nativeBinding.stats

@@ -94,6 +94,8 @@ export interface ConfigureOptions {
   largeLimit?: number
   /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
   maxLength?: number
+  /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread (default 2 GiB - 1, every Node line). */
+  maxUnsizedLength?: number
   /** Read small, fully cached files on the calling thread without blocking (default true). */
   fastPath?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
@@ -129,6 +131,7 @@ export interface NativeStats {
   waiting: number
   readAhead: number
   maxLength: number
+  maxUnsizedLength: number
   fastPath: boolean
   fastPathHits: number
   fastPathMisses: number

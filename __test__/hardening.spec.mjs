@@ -58,66 +58,6 @@ nativeOnly(test.serial)('/dev/zero and an endless FIFO stop at the configured ca
   t.is((await fairfs.readFile(path).catch((e) => e)).code, 'ERR_FS_FILE_TOO_LARGE', 'regular files too')
 })
 
-needsRss(nativeOnly(test.serial))('300,000 reads with random aborts: no fd leaked, pool memory back, RSS stable', async (t) => {
-  const files = Array.from({ length: 16 }, (_, i) => makeFile(512 + i * 12_000))
-  const fdsBefore = openFdCount()
-  let ok = 0
-  let aborted = 0
-  let rssAfterWarmup = 0
-  // RSS at the last checkpoints: a leak raises all of them, while GC timing only
-  // raises some, so their minimum is what is compared.
-  const lateRss = []
-  const rounds = 600
-  const perRound = 500
-  for (let round = 0; round < rounds; round++) {
-    const batch = []
-    for (let i = 0; i < perRound; i++) {
-      const { path, data } = files[(round * perRound + i) % files.length]
-      const controller = new AbortController()
-      batch.push(
-        fairfs.readFile(path, { signal: controller.signal }).then(
-          (got) => {
-            if (got.length !== data.length) t.fail('wrong length')
-            ok++
-          },
-          (err) => {
-            if (err.code !== 'ABORT_ERR') t.fail(err.message)
-            aborted++
-          },
-        ),
-      )
-      const r = Math.random()
-      if (r < 0.2) controller.abort()
-      else if (r < 0.4) setImmediate(() => controller.abort())
-    }
-    await Promise.all(batch)
-    if (round % 20 === 19) {
-      // Let V8 free what the reads left behind (ArrayBuffers are swept concurrently,
-      // and pooled memory comes back through finalizers) before sampling RSS.
-      for (let i = 0; i < 2; i++) {
-        globalThis.gc()
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      // The warm-up's high-water mark: pools and caches have filled by then.
-      // Node 24 keeps growing its heaps for ~150,000 reads before RSS levels off.
-      if (round <= 399) rssAfterWarmup = Math.max(rssAfterWarmup, process.memoryUsage().rss)
-      if (round >= rounds - 60) lateRss.push(process.memoryUsage().rss)
-    }
-  }
-  const rss = Math.min(...lateRss)
-  // Finalizers return pooled memory a loop turn or more after GC.
-  for (let i = 0; i < 50 && fairfs.stats().pool.outstanding > 0; i++) {
-    globalThis.gc()
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  t.is(ok + aborted, rounds * perRound)
-  t.true(aborted > rounds * perRound * 0.15, `aborted ${aborted}`)
-  t.is(openFdCount(), fdsBefore, 'fds leaked')
-  t.is(fairfs.stats().pool.outstanding, 0, 'every pooled buffer came back')
-  t.true(rss < rssAfterWarmup * 1.1, `RSS grew from ${rssAfterWarmup} to ${rss}`)
-  t.log(`ok ${ok}, aborted ${aborted}, RSS warm-up high ${(rssAfterWarmup / 2 ** 20).toFixed(1)} MiB, lowest of the last three checkpoints ${(rss / 2 ** 20).toFixed(1)} MiB`)
-})
-
 needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded memory', async (t) => {
   const { path, data } = makeFile(64 * 1024)
   const rssBefore = process.memoryUsage().rss
@@ -152,4 +92,31 @@ nativeOnly(test)('a panic in a pool thread fails only its own read, with a clear
   t.deepEqual(out.after, Array(8).fill(data.length))
   t.is(out.threads, 4)
   t.regex(out.stderr, /fairfs test fault/, 'the panic itself is on stderr')
+})
+
+nativeOnly(test.serial)('a source of unknown size stops at maxUnsizedLength; regular files do not', async (t) => {
+  t.is(fairfs.stats().maxUnsizedLength, 2 ** 31 - 1, 'the default, whatever buffer.constants.MAX_LENGTH is')
+  t.throws(() => fairfs.configure({ maxUnsizedLength: -1 }), { code: 'ERR_OUT_OF_RANGE' })
+  fairfs.configure({ maxUnsizedLength: 4 * 1024 * 1024 })
+  t.teardown(() => fairfs.configure({ maxUnsizedLength: 2 ** 31 - 1 }))
+  const err = await fairfs.readFile('/dev/zero').catch((e) => e)
+  t.is(err.code, 'ERR_FS_FILE_TOO_LARGE')
+  t.is(err.message, `File size (${4 * 1024 * 1024 + 1}) is greater than ${4 * 1024 * 1024} bytes`)
+  const { path, data } = makeFile(5 * 1024 * 1024)
+  t.true((await fairfs.readFile(path)).equals(data), 'a regular file over the bound reads in full')
+})
+
+nativeOnly(test)('/dev/zero stops at 2 GiB by default, on every Node line, with memory near that bound', async (t) => {
+  const script = `
+    const fairfs = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
+    fairfs.readFile('/dev/zero').then(
+      () => console.log(JSON.stringify({ read: true })),
+      (e) => console.log(JSON.stringify({ code: e.code, message: e.message, maxRssMiB: process.resourceUsage().maxRSS / 1024 })),
+    )`
+  const out = await new Promise((resolve, reject) =>
+    execFile(process.execPath, ['-e', script], { timeout: 120_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout)))),
+  )
+  t.is(out.code, 'ERR_FS_FILE_TOO_LARGE')
+  t.is(out.message, `File size (${2 ** 31}) is greater than 2 GiB`)
+  t.true(out.maxRssMiB < 2048 + 512, `peak RSS ${Math.round(out.maxRssMiB)} MiB`)
 })

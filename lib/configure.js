@@ -24,7 +24,7 @@ function checkInteger(name, value, min, max) {
  */
 function validateConfigure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } = options
   if (fastPath !== undefined && typeof fastPath !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fastPath)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
@@ -32,10 +32,11 @@ function validateConfigure(options = {}) {
   if (readAhead !== undefined) checkInteger('options.readAhead', readAhead, 1, kMaxReadAhead)
   if (nice !== undefined) checkInteger('options.nice', nice, -20, 19)
   if (maxLength !== undefined) checkInteger('options.maxLength', maxLength, 0, MAX_LENGTH)
+  if (maxUnsizedLength !== undefined) checkInteger('options.maxUnsizedLength', maxUnsizedLength, 0, MAX_LENGTH)
   if (largeLimit !== undefined) checkInteger('options.largeLimit', largeLimit, 0, kMaxThreads)
   if (maxOpenFiles !== undefined) checkInteger('options.maxOpenFiles', maxOpenFiles, 1, kMaxOpenFiles)
   if (maxBytesInFlight !== undefined) checkInteger('options.maxBytesInFlight', maxBytesInFlight, 0, Number.MAX_SAFE_INTEGER)
-  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight }
+  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight }
 }
 
 module.exports = { validateConfigure }

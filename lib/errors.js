@@ -68,6 +68,8 @@ function uvError([errno, syscall], path) {
 }
 
 function formatLimit(bytes) {
+  // node:fs's kIoMaxLength (2 GiB - 1) is "2 GiB" in its own messages.
+  if (bytes === 2 ** 31 - 1) return '2 GiB'
   const gib = bytes / 2 ** 30
   return Number.isInteger(gib) ? `${gib} GiB` : `${bytes} bytes`
 }

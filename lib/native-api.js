@@ -9,7 +9,7 @@
 
 const { Buffer } = require('node:buffer')
 const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
-const { binding: native, track, nativeError, setMaxLength, getMaxLength } = require('./native')
+const { binding: native, track, nativeError, setMaxLength, getMaxLength, setMaxUnsizedLength, getMaxUnsizedLength } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure } = require('./configure')
@@ -264,7 +264,9 @@ let fastPath = true
  * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
  * stream reads ahead; `nice` (-20..19, default 5) is the pool threads' CPU priority
  * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
- * which reads fail with ERR_FS_FILE_TOO_LARGE; `largeLimit` (0..1024) is how many files
+ * which reads fail with ERR_FS_FILE_TOO_LARGE; `maxUnsizedLength` (0..MAX_LENGTH, per
+ * thread, default 2 GiB - 1 on every Node line) caps a result from a source of unknown
+ * size (a pipe, FIFO, device), which may never end; `largeLimit` (0..1024) is how many files
  * over one chunk are read at once (0: the default, the machine's cores minus one, so
  * that a core stays free for the event loop and libuv's threads); `fastPath` (default
  * true) lets small, fully cached files be read on the calling thread without blocking
@@ -274,11 +276,12 @@ let fastPath = true
  * Invalid values throw and change nothing.
  */
 function configure(options) {
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, largeLimit, fastPath: fast, maxOpenFiles, maxBytesInFlight } =
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath: fast, maxOpenFiles, maxBytesInFlight } =
     validateConfigure(options)
   native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight)
   if (readAhead !== undefined) setReadAhead(readAhead)
   if (maxLength !== undefined) setMaxLength(maxLength)
+  if (maxUnsizedLength !== undefined) setMaxUnsizedLength(maxUnsizedLength)
   if (fast !== undefined) fastPath = fast
 }
 
@@ -289,7 +292,7 @@ function configure(options) {
  * pool's hits, misses, pooledBytes, outstanding and maxPooledBytes.
  */
 function stats() {
-  return { backend: 'native', ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), fastPath }
+  return { backend: 'native', ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), maxUnsizedLength: getMaxUnsizedLength(), fastPath }
 }
 
 /**

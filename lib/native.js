@@ -38,11 +38,12 @@ function track(id, handler) {
 /**
  * The error a native failure stands for: `[errno, syscall]` is an OS error (errno is
  * libuv's negative error number, named by uvError; node:fs adds `path` to `open`
- * errors), `[size]` a file over the limit, `['panic']` a pool thread that panicked.
+ * errors), `[size, limit]` a file over the limit, `['panic']` a pool thread that panicked.
  */
 function nativeError(result, path) {
   if (result[0] === 'panic') return internalError(path)
-  return result.length === 1 ? fileTooLarge(result[0], maxLength) : uvError(result, path)
+  // [size, limit]: over the limit that applied; [uvErrno, syscall]: an OS error.
+  return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path)
 }
 
 /** The largest result reads may produce on this thread; ERR_FS_FILE_TOO_LARGE past it. */
@@ -57,4 +58,16 @@ function getMaxLength() {
   return maxLength
 }
 
-module.exports = { binding, track, nativeError, setMaxLength, getMaxLength }
+/** The largest result from a source of unknown size (a pipe, FIFO, device), on this thread. */
+let maxUnsizedLength = 2 ** 31 - 1
+
+function setMaxUnsizedLength(n) {
+  binding.setMaxUnsizedLength(n)
+  maxUnsizedLength = n
+}
+
+function getMaxUnsizedLength() {
+  return maxUnsizedLength
+}
+
+module.exports = { binding, track, nativeError, setMaxLength, getMaxLength, setMaxUnsizedLength, getMaxUnsizedLength }

@@ -163,9 +163,11 @@ impl std::error::Error for FsError {}
 pub enum ReadError {
     /// A system call failed.
     Io(FsError),
-    /// The file is larger than the caller's limit (`buffer.constants.MAX_LENGTH` in
-    /// Node). `size` is the fstat size, or the bytes read so far for files of unknown size.
-    TooLarge { size: u64 },
+    /// The file is larger than the caller's limit: `limit` is the one that applied
+    /// (for files of known size `buffer.constants.MAX_LENGTH` in Node, for sources of
+    /// unknown size 2 GiB - 1 by default). `size` is the fstat size, or the bytes read
+    /// so far for sources of unknown size.
+    TooLarge { size: u64, limit: u64 },
     /// The request was cancelled before it completed.
     Cancelled,
     /// A pool thread panicked while running the request (a bug in fairfs): the
@@ -183,7 +185,7 @@ impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReadError::Io(e) => e.fmt(f),
-            ReadError::TooLarge { size } => {
+            ReadError::TooLarge { size, .. } => {
                 write!(f, "file size ({size}) is greater than the limit")
             }
             ReadError::Cancelled => f.write_str("the operation was aborted"),

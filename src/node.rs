@@ -68,6 +68,8 @@ struct EnvState {
     sink: Arc<Sink>,
     /// Largest result allowed: `buffer.constants.MAX_LENGTH` of this Node.
     max_length: u64,
+    /// Largest result from a source of unknown size ([`ReadLimits::max_unsized_length`]).
+    max_unsized_length: u64,
     /// Whether the threadsafe function currently keeps the event loop alive.
     referenced: bool,
 }
@@ -151,6 +153,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         next_id: 0,
         sink: Arc::new(Sink { done, waker }),
         max_length: max_length as u64,
+        max_unsized_length: crate::read::DEFAULT_MAX_UNSIZED_LENGTH,
         referenced: false,
     };
     env.set_instance_data(st, (), |ctx| {
@@ -184,6 +187,7 @@ fn read_limits(env: &Env) -> Result<ReadLimits> {
     Ok(ReadLimits {
         chunk_size: global().chunk_size(),
         max_length: state(env)?.max_length,
+        max_unsized_length: state(env)?.max_unsized_length,
         buffers: Some(buffer_pool::global()),
         admitted: true,
         ..ReadLimits::default()
@@ -388,6 +392,14 @@ pub fn cancel_many(env: Env, ids: Vec<f64>) -> Result<()> {
 #[napi]
 pub fn set_max_length(env: Env, max_length: f64) -> Result<()> {
     state(&env)?.max_length = max_length as u64;
+    Ok(())
+}
+
+/// Sets the largest result this environment's reads of sources of unknown size may
+/// produce (default 2 GiB - 1; the JS layer validates it).
+#[napi]
+pub fn set_max_unsized_length(env: Env, max_unsized_length: f64) -> Result<()> {
+    state(&env)?.max_unsized_length = max_unsized_length as u64;
     Ok(())
 }
 
@@ -617,7 +629,7 @@ fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
         // libuv's error number and the syscall: JS names the error from Node's own
         // map (`util.getSystemErrorMap()`), exactly as node:fs does.
         ReadError::Io(e) => (e.uv_errno(), e.syscall.as_str()).into_unknown(env),
-        ReadError::TooLarge { size } => (size as f64,).into_unknown(env),
+        ReadError::TooLarge { size, limit } => (size as f64, limit as f64).into_unknown(env),
         ReadError::Cancelled => Null.into_unknown(env),
         ReadError::Panicked => ("panic",).into_unknown(env),
     }
@@ -626,7 +638,7 @@ fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
 impl ToNapiValue for Batch {
     /// `[id, result, id, result, ...]`, where result is a Buffer (read), a number
     /// (opened fd), `undefined` (closed), `[uvErrno, syscall]` (OS error: libuv's
-    /// negative error number), `[size]` (file over the limit), `['panic']` (a pool
+    /// negative error number), `[size, limit]` (file over the limit), `['panic']` (a pool
     /// thread panicked), or `null` (cancelled).
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);

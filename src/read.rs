@@ -33,6 +33,12 @@ use crate::sys::{self, Fd};
 /// and Node aborts on lengths of 2^31 or more.
 pub const MAX_READ_SYSCALL: usize = (1 << 31) - 4096;
 
+/// Default bound on a source of unknown size: node:fs's own limit on a result
+/// (`kIoMaxLength`, 2 GiB - 1), the same on every Node line, where
+/// `buffer.constants.MAX_LENGTH` is 4 GiB on Node 20 and 2^53 - 1 from Node 22 (an
+/// endless source then ran until the process was out of memory).
+pub const DEFAULT_MAX_UNSIZED_LENGTH: u64 = (1 << 31) - 1;
+
 /// What to read.
 #[derive(Debug)]
 pub enum Source {
@@ -54,6 +60,9 @@ pub struct ReadLimits {
     pub unknown_chunk_size: usize,
     /// Largest result allowed; bigger files fail with [`ReadError::TooLarge`].
     pub max_length: u64,
+    /// Largest result from a source whose size fstat does not give (a pipe, FIFO,
+    /// device, `/proc` file), which may never end; also at most `max_length`.
+    pub max_unsized_length: u64,
     /// Where buffers for files of known size come from; `None` allocates each one.
     pub buffers: Option<&'static BufferPool>,
     /// The read runs under the pool's admission control ([`crate::admission`]): a
@@ -69,6 +78,7 @@ impl Default for ReadLimits {
             chunk_size: 512 * 1024,
             unknown_chunk_size: 64 * 1024,
             max_length: u32::MAX as u64 + 1,
+            max_unsized_length: DEFAULT_MAX_UNSIZED_LENGTH,
             buffers: None,
             admitted: false,
         }
@@ -250,15 +260,16 @@ impl FileRead {
         let (want, offset) = match file.expected {
             Some(size) => (self.limits.chunk_size.min(size - filled), file.owned.then_some(filled as u64)),
             None => {
-                if filled as u64 >= self.limits.max_length {
+                let limit = self.limits.max_unsized_length.min(self.limits.max_length);
+                if filled as u64 >= limit {
                     // One byte past the limit proves the file is too large.
                     file.buf.vec_mut().try_reserve(1).map_err(|_| out_of_memory())?;
                     if sys::read_into(file.fd, file.buf.vec_mut(), 1, None)? > 0 {
-                        return Err(ReadError::TooLarge { size: file.buf.len() as u64 });
+                        return Err(ReadError::TooLarge { size: file.buf.len() as u64, limit });
                     }
                     return Ok(Progress::Done { bytes: 0 });
                 }
-                let room = (self.limits.max_length - filled as u64).min(self.limits.unknown_chunk_size as u64);
+                let room = (limit - filled as u64).min(self.limits.unknown_chunk_size as u64);
                 file.buf.vec_mut().try_reserve(room as usize).map_err(|_| out_of_memory())?;
                 (room as usize, None)
             }
@@ -347,7 +358,7 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
     }
     if st.is_regular && st.size > 0 {
         if st.size > limits.max_length {
-            return Err(ReadError::TooLarge { size: st.size });
+            return Err(ReadError::TooLarge { size: st.size, limit: limits.max_length });
         }
         let size = st.size as usize;
         file.expected = Some(size);
@@ -502,16 +513,21 @@ pub(crate) mod tests {
     fn too_large_fails_before_reading() {
         let p = temp_file("big", &pattern(10_000));
         let limits = ReadLimits { max_length: 9_999, ..Default::default() };
-        assert_eq!(read_to_end(path_source(&p), limits), Err(ReadError::TooLarge { size: 10_000 }));
+        assert_eq!(read_to_end(path_source(&p), limits), Err(ReadError::TooLarge { size: 10_000, limit: 9_999 }));
         let limits = ReadLimits { max_length: 10_000, ..Default::default() };
         assert_eq!(read_to_end(path_source(&p), limits).unwrap().len(), 10_000);
     }
 
     #[test]
-    fn unknown_size_stops_at_the_limit() {
+    fn unknown_size_stops_at_the_lower_limit() {
+        let zero = || path_source(std::path::Path::new("/dev/zero"));
         let limits = ReadLimits { max_length: 100_000, ..Default::default() };
-        let err = read_to_end(path_source(std::path::Path::new("/dev/zero")), limits);
-        assert_eq!(err, Err(ReadError::TooLarge { size: 100_001 }));
+        assert_eq!(read_to_end(zero(), limits), Err(ReadError::TooLarge { size: 100_001, limit: 100_000 }));
+        let limits = ReadLimits { max_unsized_length: 70_000, ..Default::default() };
+        assert_eq!(read_to_end(zero(), limits), Err(ReadError::TooLarge { size: 70_001, limit: 70_000 }));
+        // A regular file is not bound by it.
+        let p = temp_file("over-unsized", &pattern(80_000));
+        assert_eq!(read_to_end(path_source(&p), limits).unwrap().len(), 80_000);
     }
 
     #[test]
