@@ -68,6 +68,8 @@ export interface PoolStats {
   maxBytesInFlight: number
   /** Reads waiting for admission. */
   waiting: number
+  /** Reads of FIFOs and devices, each on a thread of its own outside the pool. */
+  ownThreads: number
   /** Reads served by the fast path, and tries that fell back to the pool. */
   fastPathHits: number
   fastPathMisses: number

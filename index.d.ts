@@ -129,6 +129,8 @@ export interface NativeStats {
   maxBytesInFlight: number
   /** Reads waiting for admission (an open-file slot, their bytes, or a close after EMFILE). */
   waiting: number
+  /** Reads of FIFOs, pipes and devices, each on a thread of its own outside the pool. */
+  ownThreads: number
   readAhead: number
   maxLength: number
   maxUnsizedLength: number

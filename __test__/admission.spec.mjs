@@ -84,26 +84,26 @@ nativeOnly(test.serial)('a big file over the byte limit still reads, alone', asy
 })
 
 nativeOnly(test.serial)('a read waiting for admission holds no descriptor and aborts at once', async (t) => {
-  const { maxOpenFiles } = fairfs.stats()
-  // Through the pool: a FIFO the fast path opened is handed over unadmitted.
-  fairfs.configure({ maxOpenFiles: 1, fastPath: false })
-  t.teardown(() => fairfs.configure({ maxOpenFiles, fastPath: true }))
-  const fifo = tmpPath('admission-fifo')
-  execFileSync('mkfifo', [fifo])
-  // Over the fast path's 64 KiB, so that it goes through the pool.
-  const { path } = makeFile(100_000)
-  // The FIFO read holds the only slot, blocked in open() until a writer comes.
-  const fifoRead = fairfs.promises.readFile(fifo, 'utf8')
+  // A 1 GiB read holds every byte in flight for a while; a 2 MiB read then waits.
+  const huge = tmpPath('admission-huge')
+  fs.closeSync(fs.openSync(huge, 'w'))
+  fs.truncateSync(huge, 1024 * MiB)
+  t.teardown(() => fs.rmSync(huge))
+  fairfs.configure({ maxBytesInFlight: MiB })
+  t.teardown(() => fairfs.configure({ maxBytesInFlight: 64 * MiB }))
+  const { path } = makeFile(2 * MiB)
+  let hugeDone = false
+  const first = fairfs.promises.readFile(huge).then((b) => { hugeDone = true; return b.length })
+  while (fairfs.stats().bytesInFlight === 0 && !hugeDone) await new Promise(setImmediate)
   const controller = new AbortController()
   const waiting = fairfs.promises.readFile(path, { signal: controller.signal })
+  while (fairfs.stats().waiting === 0 && !hugeDone) await new Promise(setImmediate)
+  t.false(hugeDone, 'the 1 GiB read was still in flight')
   t.like(fairfs.stats(), { waiting: 1 })
-  t.is(fdsOpenOn(path), 0)
+  t.is(fdsOpenOn(path), 0, 'the waiting read holds no fd')
   controller.abort()
   const err = await waiting.catch((e) => e)
   t.like(describeError(err), { name: 'AbortError', code: 'ABORT_ERR' })
   t.is(fairfs.stats().waiting, 0)
-  const writer = await fs.promises.open(fifo, 'w')
-  await writer.write('from the writer')
-  await writer.close()
-  t.is(await fifoRead, 'from the writer')
+  t.is(await first, 1024 * MiB)
 })

@@ -4,7 +4,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import { spawn, execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fairfs, isNative, tmpPath } from './helpers.mjs'
+import { fairfs, isNative, makeFile, tmpPath } from './helpers.mjs'
 
 /** A shell that writes `text` into `fifo`; resolves with how it ended. */
 function writer(fifo, text) {
@@ -70,5 +70,36 @@ if (isNative) {
     await sleep(100)
     t.is(await fairfs.promises.readFile(fifo, 'utf8'), '')
     t.deepEqual(await wrote, { code: 0, signal: null })
+  })
+}
+
+if (isNative) {
+  test.serial('FIFOs waiting for writers, more than the pool has threads, stall no regular read; an abort ends one at once', async (t) => {
+    t.timeout(30_000, 'a read hung')
+    for (const fastPath of [true, false]) {
+      fairfs.configure({ fastPath })
+      const fifos = Array.from({ length: 8 }, (_, i) => {
+        const fifo = tmpPath(`wedge-${fastPath}-${i}`)
+        execFileSync('mkfifo', [fifo])
+        return fifo
+      })
+      const controllers = fifos.map(() => new AbortController())
+      const waiting = fifos.map((f, i) => fairfs.promises.readFile(f, { encoding: 'utf8', signal: controllers[i].signal }))
+      await sleep(100)
+      t.is(fairfs.stats().ownThreads, 8, 'each FIFO read waits on a thread of its own')
+      const big = makeFile(16 * 1024 * 1024)
+      const got = await Promise.race([fairfs.promises.readFile(big.path), sleep(10_000).then(() => 'stalled')])
+      t.true(Buffer.isBuffer(got) && got.equals(big.data), 'a 16 MiB file read while eight FIFOs wait')
+      // Abort half while they wait for a writer; give the other half one.
+      for (const c of controllers.slice(0, 4)) c.abort()
+      const aborted = await Promise.allSettled(waiting.slice(0, 4))
+      t.true(aborted.every((o) => o.status === 'rejected' && o.reason.name === 'AbortError'))
+      const wrote = fifos.slice(4).map((f) => writer(f, 'late'))
+      t.deepEqual(await Promise.all(waiting.slice(4)), Array(4).fill('late'))
+      await Promise.all(wrote)
+      for (let i = 0; i < 100 && fairfs.stats().ownThreads > 0; i++) await sleep(20)
+      t.is(fairfs.stats().ownThreads, 0, 'their threads ended')
+    }
+    fairfs.configure({ fastPath: true })
   })
 }

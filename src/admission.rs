@@ -39,6 +39,10 @@ pub enum Wait {
     /// Its open failed with EMFILE/ENFILE: it waits for a file to close, then tries
     /// again.
     FileClosed,
+    /// It reads a source that may block for any time (a FIFO waiting for a writer, a
+    /// device): it leaves the pool for a thread of its own, so that it stalls nobody,
+    /// and gives back what admission granted it.
+    OwnThread,
 }
 
 /// The two limits.
@@ -99,6 +103,9 @@ pub struct Admission<T> {
     open: usize,
     /// Bytes granted to admitted big reads.
     bytes: u64,
+    /// Files held by reads that left for a thread of their own ([`Admission::leave`]):
+    /// no slot, but still files of ours that will close, for EMFILE's sake.
+    outside: usize,
     /// Reads waiting for an open-file slot, oldest first.
     for_open: VecDeque<T>,
     /// Big reads waiting for their bytes, oldest first. They hold no slot.
@@ -113,6 +120,7 @@ impl<T> Admission<T> {
             limits: Limits { max_open: limits.max_open.max(1), max_bytes: limits.max_bytes },
             open: 0,
             bytes: 0,
+            outside: 0,
             for_open: VecDeque::new(),
             for_bytes: VecDeque::new(),
             for_close: VecDeque::new(),
@@ -188,7 +196,7 @@ impl<T> Admission<T> {
     /// will close, and the caller must retry it some other way.
     pub fn wait_for_close(&mut self, item: T) -> Result<(), T> {
         self.open -= 1;
-        if self.open == 0 {
+        if self.open + self.outside == 0 {
             return Err(item);
         }
         self.for_close.push_back(item);
@@ -206,12 +214,34 @@ impl<T> Admission<T> {
     pub fn release(&mut self, slot: bool, granted: u64) {
         if slot {
             self.open -= 1;
-            // A file of ours closed: reads that met EMFILE try again, first.
-            while let Some(item) = self.for_close.pop_back() {
-                self.for_open.push_front(item);
-            }
+            self.file_closed();
         }
         self.bytes -= granted;
+    }
+
+    /// An admitted read leaves for a thread of its own (it may wait for any time, and
+    /// must hold back nobody): its slot and bytes are free, while its file, if it had
+    /// one, still counts as ours until [`Admission::outside_closed`]. Call
+    /// [`Admission::admit`] next.
+    pub fn leave(&mut self, slot: bool, granted: u64) {
+        if slot {
+            self.open -= 1;
+            self.outside += 1;
+        }
+        self.bytes -= granted;
+    }
+
+    /// A read that left has closed its file. Call [`Admission::admit`] next.
+    pub fn outside_closed(&mut self) {
+        self.outside -= 1;
+        self.file_closed();
+    }
+
+    /// A file of ours closed: reads that met EMFILE try again, first.
+    fn file_closed(&mut self) {
+        while let Some(item) = self.for_close.pop_back() {
+            self.for_open.push_front(item);
+        }
     }
 
     /// Takes every waiting read that may start now, oldest first: big reads whose
@@ -336,6 +366,13 @@ mod tests {
         assert_eq!(a.wait_for_close(3), Err(3), "none of ours is open: nothing to wait for");
         a.retry(3);
         assert_eq!(a.admit().into_iter().map(|x| x.item).collect::<Vec<_>>(), [3]);
+        // A read that left for a thread of its own frees its slot but still counts
+        // as one of our files: EMFILE waits for it to close.
+        a.leave(true, 0);
+        assert_eq!((a.open(), a.submit(4)), (0, Some(4)));
+        assert_eq!(a.wait_for_close(4), Ok(()));
+        a.outside_closed();
+        assert_eq!(a.admit().into_iter().map(|x| x.item).collect::<Vec<_>>(), [4]);
     }
 
     #[test]

@@ -451,6 +451,8 @@ pub struct PoolStats {
     pub max_bytes_in_flight: f64,
     /// Reads waiting for admission.
     pub waiting: u32,
+    /// Reads of FIFOs and devices, each on a thread of its own outside the pool.
+    pub own_threads: u32,
     /// Reads served by the fast path, and tries that fell back to the pool.
     pub fast_path_hits: f64,
     pub fast_path_misses: f64,
@@ -485,6 +487,7 @@ pub fn stats() -> PoolStats {
         bytes_in_flight: s.bytes_in_flight as f64,
         max_bytes_in_flight: s.max_bytes_in_flight as f64,
         waiting: s.waiting as u32,
+        own_threads: s.own_threads as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {

@@ -107,6 +107,9 @@ pub trait Job: Send + 'static {
     /// Opening met EMFILE/ENFILE for [`EMFILE_GIVE_UP_AFTER`] while the pool held no
     /// file: the next step must report whatever its open gives, without waiting again.
     fn give_up(&mut self) {}
+    /// Hands the job its cancellation flag when it is submitted, for a step that may
+    /// wait for long to check now and then.
+    fn watch_cancel(&mut self, _cancelled: CancelFlag) {}
     /// Delivers the result. Called once, after a step reported `done`.
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
@@ -117,6 +120,10 @@ pub trait Job: Send + 'static {
         self.cancel()
     }
 }
+
+/// A job's cancellation flag, set by [`Pool::cancel`]; a job that may block for long
+/// watches it ([`Job::watch_cancel`]).
+pub type CancelFlag = Arc<AtomicBool>;
 
 /// A handle for cancelling a submitted job.
 #[derive(Clone, Debug)]
@@ -157,6 +164,9 @@ pub struct Stats {
     pub max_bytes_in_flight: u64,
     /// Reads waiting for admission (a slot, their bytes, or a close after EMFILE).
     pub waiting: usize,
+    /// Reads of sources that may block for long (FIFOs, devices), each on a thread
+    /// of its own outside the pool.
+    pub own_threads: usize,
 }
 
 struct Entry {
@@ -169,6 +179,8 @@ struct Entry {
     granted: u64,
     /// When its open first met EMFILE/ENFILE with none of the pool's files open.
     emfile_since: Option<Instant>,
+    /// It left for a thread of its own holding a file of ours ([`Admission::leave`]).
+    outside: bool,
 }
 
 /// What an entry held, given back when it ends.
@@ -176,11 +188,20 @@ struct Entry {
 struct Held {
     slot: bool,
     granted: u64,
+    /// A file of ours held outside admission (on a thread of its own).
+    outside: bool,
 }
 
 impl Entry {
     fn held(&self) -> Held {
-        Held { slot: self.slot, granted: self.granted }
+        Held { slot: self.slot, granted: self.granted, outside: self.outside }
+    }
+
+    /// What it holds, to be given back (and so cleared) when it leaves admission.
+    fn held_mut(&mut self) -> Held {
+        let held = self.held();
+        (self.slot, self.granted) = (false, 0);
+        held
     }
 }
 
@@ -277,10 +298,13 @@ impl State {
 
     /// Gives back what an ended read held and admits what that lets start.
     fn release(&mut self, held: Held) -> usize {
-        if !held.slot && held.granted == 0 {
+        if !held.slot && held.granted == 0 && !held.outside {
             return 0;
         }
         self.admission.release(held.slot, held.granted);
+        if held.outside {
+            self.admission.outside_closed();
+        }
         self.admit()
     }
 
@@ -317,6 +341,8 @@ struct Shared {
     cancelled: AtomicU64,
     bytes_read: AtomicU64,
     chunks_read: AtomicU64,
+    /// Threads of their own running jobs that may block for long ([`Wait::OwnThread`]).
+    own_threads: AtomicUsize,
     /// Run by a worker that found no work for [`IDLE_AFTER`] (e.g. to trim buffers).
     idle_hook: Option<fn()>,
 }
@@ -360,6 +386,7 @@ impl Pool {
             cancelled: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             chunks_read: AtomicU64::new(0),
+            own_threads: AtomicUsize::new(0),
             idle_hook,
         });
         let pool = Pool { shared, handles: Mutex::new(Vec::new()) };
@@ -395,8 +422,18 @@ impl Pool {
             let id = state.next_id;
             state.next_id += 1;
             let cancelled = Arc::new(AtomicBool::new(false));
+            let mut job = job;
+            job.watch_cancel(cancelled.clone());
             let opens_file = job.opens_file();
-            let entry = Entry { id, cancelled: cancelled.clone(), job, slot: false, granted: 0, emfile_since: None };
+            let entry = Entry {
+                id,
+                cancelled: cancelled.clone(),
+                job,
+                slot: false,
+                granted: 0,
+                emfile_since: None,
+                outside: false,
+            };
             let entry =
                 if opens_file { state.admission.submit(entry).map(|e| Entry { slot: true, ..e }) } else { Some(entry) };
             if let Some(entry) = entry {
@@ -547,6 +584,7 @@ impl Pool {
             bytes_in_flight: state.admission.bytes(),
             max_bytes_in_flight: state.admission.limits().max_bytes,
             waiting: state.admission.waiting() + state.retry.len(),
+            own_threads: self.shared.own_threads.load(Ordering::Relaxed),
         }
     }
 }
@@ -658,7 +696,7 @@ enum After {
 /// Puts a request that has more to do back in the queue, or where it must wait.
 /// Returns the lock and how many reads admission let start meanwhile.
 fn requeue<'a>(
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     mut state: MutexGuard<'a, State>,
     mut flow: Flow<Entry>,
     bytes: usize,
@@ -670,6 +708,16 @@ fn requeue<'a>(
     }
     match flow.item.job.wait() {
         Wait::No => {}
+        Wait::OwnThread => {
+            let mut entry = flow.item;
+            let held = entry.held_mut();
+            entry.outside = held.slot;
+            state.admission.leave(held.slot, held.granted);
+            let admitted = state.admit();
+            drop(state);
+            run_on_own_thread(shared, entry);
+            return (lock(shared), admitted);
+        }
         Wait::Bytes(size) => {
             if state.admission.grant(size) {
                 flow.item.granted += size;
@@ -796,10 +844,57 @@ fn count_chunk(shared: &Shared, bytes: usize, chunk: bool) {
 /// whoever sees the outcome sees them free) and wakes a worker for what that admits.
 /// Called without the lock.
 fn give_back(shared: &Shared, held: Held) {
-    if held.slot || held.granted > 0 {
+    if held.slot || held.granted > 0 || held.outside {
         let mut state = lock(shared);
         if state.release(held) > 0 && state.idle > 0 {
             shared.work_ready.notify_one();
+        }
+    }
+}
+
+/// Runs the rest of a job that may block for any time (a FIFO waiting for a writer) on
+/// a thread of its own, so that pool workers go on with everything else; the job
+/// watches its cancellation flag while it waits. Such threads are counted in
+/// `Stats::own_threads`, and end with their job.
+fn run_on_own_thread(shared: &Arc<Shared>, entry: Entry) {
+    shared.own_threads.fetch_add(1, Ordering::Relaxed);
+    // Kept here too, so that a thread that cannot be started does not lose the job.
+    let slot = Arc::new(Mutex::new(Some(entry)));
+    let spawned = thread::Builder::new().name("fairfs-blocking".into()).spawn({
+        let (shared, slot) = (shared.clone(), slot.clone());
+        move || {
+            let Some(mut entry) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+            loop {
+                if entry.cancelled.load(Ordering::Acquire) {
+                    finish_cancelled(&shared, entry);
+                    break;
+                }
+                shared.active.fetch_add(1, Ordering::Relaxed);
+                let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
+                    count_chunk(&shared, 0, false);
+                    shared.completed.fetch_add(1, Ordering::Relaxed);
+                    give_back(&shared, entry.held());
+                    let _ = catch_unwind(AssertUnwindSafe(|| entry.job.fail()));
+                    break;
+                };
+                count_chunk(&shared, step.bytes, step.bytes > 0 || step.done);
+                if step.done {
+                    shared.completed.fetch_add(1, Ordering::Relaxed);
+                    give_back(&shared, entry.held());
+                    let _ = catch_unwind(AssertUnwindSafe(|| entry.job.complete()));
+                    break;
+                }
+            }
+            shared.own_threads.fetch_sub(1, Ordering::Relaxed);
+        }
+    });
+    if spawned.is_err() {
+        // No thread to be had: it fails here, on the worker, rather than never ending.
+        shared.own_threads.fetch_sub(1, Ordering::Relaxed);
+        if let Some(entry) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            shared.completed.fetch_add(1, Ordering::Relaxed);
+            give_back(shared, entry.held());
+            let _ = catch_unwind(AssertUnwindSafe(|| entry.job.fail()));
         }
     }
 }

@@ -27,6 +27,7 @@ use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::parts::{Part, Parts};
+use crate::pool::CancelFlag;
 use crate::sys::{self, Fd};
 
 /// The largest read we ever ask the kernel for: Linux caps reads just below 2 GiB
@@ -127,6 +128,10 @@ struct OpenFile {
     /// A FIFO opened with `O_NONBLOCK`, whose first read must first find out whether
     /// a writer is there ([`sys::nonblocking_open_flags`]).
     fifo_unsettled: bool,
+    /// Not a regular file (a FIFO, pipe, device): a read may wait for any time, so it
+    /// runs on a thread of its own ([`Wait::OwnThread`]) and waits in `poll`, checking
+    /// for cancellation, before each read.
+    may_block: bool,
 }
 
 impl Drop for OpenFile {
@@ -155,6 +160,9 @@ pub struct FileRead {
     /// Under admission control: waiting for descriptors is over, the next open's
     /// error is final.
     gave_up: bool,
+    /// Set when the request is cancelled; watched while waiting on a source that may
+    /// block for any time.
+    cancelled: Option<CancelFlag>,
 }
 
 impl Drop for FileRead {
@@ -178,7 +186,13 @@ impl FileRead {
             granted: false,
             out_of_descriptors: false,
             gave_up: false,
+            cancelled: None,
         }
+    }
+
+    /// Watches `cancelled` while waiting on a source that may block for any time.
+    pub fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
     }
 
     /// Whether it opens a file of its own (a path, not a caller's fd).
@@ -193,6 +207,7 @@ impl FileRead {
             State::Reading(OpenFile { unallocated: true, expected: Some(size), .. }) if !self.granted => {
                 Wait::Bytes(*size as u64)
             }
+            State::Reading(OpenFile { may_block: true, .. }) => Wait::OwnThread,
             _ => Wait::No,
         }
     }
@@ -233,6 +248,12 @@ impl FileRead {
             let defer = self.limits.admitted && !self.granted;
             self.out_of_descriptors = false;
             match open(&self.source, &self.limits, defer) {
+                // A source that may block: stop here, so that the pool can move it to
+                // a thread of its own before anything waits.
+                Ok(file) if file.may_block => {
+                    self.state = State::Reading(file);
+                    return Ok(Progress::More { bytes: 0 });
+                }
                 Ok(file) => self.state = State::Reading(file),
                 Err(ReadError::Io(e)) if self.limits.admitted && !self.gave_up && sys::is_out_of_descriptors(&e) => {
                     self.out_of_descriptors = true;
@@ -278,7 +299,10 @@ impl FileRead {
             return Ok(Progress::Done { bytes: 0 });
         }
         if file.fifo_unsettled {
-            return settle_fifo(file, want);
+            return settle_fifo(file, want, self.cancelled.as_ref());
+        }
+        if file.may_block {
+            wait_readable(file.fd, self.cancelled.as_ref())?;
         }
         let n = sys::read_into(file.fd, file.buf.vec_mut(), want, offset)?;
         let complete = n == 0 || file.expected == Some(file.buf.len());
@@ -345,8 +369,10 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
         parts: None,
         unallocated: false,
         fifo_unsettled: false,
+        may_block: false,
     };
     let st = sys::fstat(fd)?;
+    file.may_block = !st.is_regular;
     if nonblocking && !st.is_regular {
         // A FIFO learns on its first read whether a writer is there; anything else
         // (a device) is read as a blocking open would have left it.
@@ -375,11 +401,11 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
 /// writer is there but has not written; 0 means no writer yet, so it waits for one
 /// ([`sys::wait_readable`]). Either way the fd is blocking afterwards, so later reads
 /// wait for data and end at the writer's close.
-fn settle_fifo(file: &mut OpenFile, want: usize) -> Result<Progress, ReadError> {
+fn settle_fifo(file: &mut OpenFile, want: usize, cancelled: Option<&CancelFlag>) -> Result<Progress, ReadError> {
     file.fifo_unsettled = false;
     let n = match sys::read_into(file.fd, file.buf.vec_mut(), want, None) {
         Ok(0) => {
-            sys::wait_readable(file.fd)?;
+            wait_readable(file.fd, cancelled)?;
             0
         }
         Ok(n) => n,
@@ -388,6 +414,23 @@ fn settle_fifo(file: &mut OpenFile, want: usize) -> Result<Progress, ReadError> 
     };
     sys::set_blocking(file.fd)?;
     Ok(Progress::More { bytes: n })
+}
+
+/// How often a read waiting on a source that may block checks for cancellation.
+const CANCEL_CHECK_MS: i32 = 20;
+
+/// Waits until `fd` has data or a hang-up, failing with [`ReadError::Cancelled`] within
+/// [`CANCEL_CHECK_MS`] of a cancellation, so an abort settles a read that waits for a
+/// writer that never comes.
+fn wait_readable(fd: Fd, cancelled: Option<&CancelFlag>) -> Result<(), ReadError> {
+    loop {
+        if cancelled.is_some_and(|c| c.load(crate::loom::sync::atomic::Ordering::Acquire)) {
+            return Err(ReadError::Cancelled);
+        }
+        if sys::wait_readable(fd, CANCEL_CHECK_MS)? {
+            return Ok(());
+        }
+    }
 }
 
 /// The test-only fault hook: with `FAIRFS_TEST_PANIC_PATH=<suffix>` in the environment,

@@ -4,7 +4,7 @@
 use crate::admission::Wait;
 use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
-use crate::pool::{Job, Piece, Pool, Step, Ticket};
+use crate::pool::{CancelFlag, Job, Piece, Pool, Step, Ticket};
 use crate::read::{FileRead, Progress, ReadLimits, Source};
 
 /// What a read delivers: the bytes (returned to their pool when dropped), or why
@@ -65,6 +65,10 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
 
     fn give_up(&mut self) {
         self.read.give_up()
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.read.watch_cancel(cancelled)
     }
 
     fn complete(self: Box<Self>) {

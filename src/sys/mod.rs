@@ -131,14 +131,15 @@ pub fn set_blocking(fd: Fd) -> Result<(), FsError> {
     }
 }
 
-/// Waits until `fd` (a FIFO) has data or a writer that came and went.
-pub fn wait_readable(fd: Fd) -> Result<(), FsError> {
+/// Waits up to `timeout_ms` until `fd` (a FIFO, a device) has data or a hang-up;
+/// returns whether it does. Where there is no such wait, says yes at once.
+pub fn wait_readable(fd: Fd, timeout_ms: i32) -> Result<bool, FsError> {
     #[cfg(all(unix, not(fairfs_portable)))]
-    return unix::wait_readable(fd);
+    return unix::wait_readable(fd, timeout_ms);
     #[cfg(not(all(unix, not(fairfs_portable))))]
     {
-        let _ = fd;
-        Ok(())
+        let _ = (fd, timeout_ms);
+        Ok(true)
     }
 }
 

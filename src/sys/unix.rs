@@ -52,14 +52,14 @@ pub fn set_blocking(fd: Fd) -> Result<(), FsError> {
     Ok(())
 }
 
-/// `poll` for `POLLIN` without a timeout. On a FIFO read end opened before any
-/// writer, Linux reports neither data nor hang-up until a writer has come, so this
-/// waits as a blocking `open` would have.
-pub fn wait_readable(fd: Fd) -> Result<(), FsError> {
+/// `poll` for `POLLIN` (data, hang-up or error all end it) for up to `timeout_ms`.
+/// On a FIFO read end opened before any writer, Linux reports neither data nor
+/// hang-up until a writer has come, so this waits as a blocking `open` would have.
+pub fn wait_readable(fd: Fd, timeout_ms: i32) -> Result<bool, FsError> {
     let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: `pfd` is one valid pollfd that poll reads and writes during the call.
-    retry(Syscall::Read, || unsafe { libc::poll(&mut pfd, 1, -1) }, |r| *r < 0)?;
-    Ok(())
+    let ready = retry(Syscall::Read, || unsafe { libc::poll(&mut pfd, 1, timeout_ms) }, |r| *r < 0)?;
+    Ok(ready > 0)
 }
 
 pub fn close(fd: Fd) -> Result<(), FsError> {
