@@ -4,7 +4,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import { spawn, execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fairfs, isNative, makeFile, tmpPath } from './helpers.mjs'
+import { fairfs, isNative, portable, makeFile, tmpPath } from './helpers.mjs'
 
 /** A shell that writes `text` into `fifo`; resolves with how it ended. */
 function writer(fifo, text) {
@@ -73,8 +73,13 @@ if (isNative) {
   })
 }
 
-if (isNative) {
-  test.serial('FIFOs waiting for writers, more than the pool has threads, stall no regular read; an abort ends one at once', async (t) => {
+// The portable build (std::fs, what Windows gets; run on Linux with --cfg
+// fairfs_portable) cannot open without waiting, so its FIFO reads wait in open() on
+// pool threads: the case is reported as skipped there, not passed.
+const wedge = 'FIFOs waiting for writers, more than the pool has threads, stall no regular read; an abort ends one at once'
+if (isNative && portable) test.skip(`${wedge} [portable build: FIFOs open blocking]`, () => {})
+if (isNative && !portable) {
+  test.serial(wedge, async (t) => {
     t.timeout(30_000, 'a read hung')
     for (const fastPath of [true, false]) {
       fairfs.configure({ fastPath })
