@@ -64,8 +64,11 @@ needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded
   const results = await Promise.all(Array.from({ length: 10_000 }, () => fairfs.readFile(path)))
   t.true(results.every((b) => b.length === data.length))
   const peak = process.memoryUsage().rss - rssBefore
-  // The results themselves are 625 MiB; the queue adds little on top.
-  t.true(peak < 10_000 * 64 * 1024 * 1.5, `RSS grew ${peak}`)
+  // The results themselves are 625 MiB; the queue adds little on top. Besides them
+  // and V8's own growth, a fresh process (the soak test no longer runs first to warm it
+  // up) holds the buffer pool (maxPooledBytes) and the buffers of admitted reads.
+  const { maxPooledBytes } = fairfs.stats().pool
+  t.true(peak < 10_000 * 64 * 1024 * 1.5 + maxPooledBytes + 64 * 1024 * 1024, `RSS grew ${peak}`)
   t.is(fairfs.stats().queued, 0)
 })
 

@@ -216,3 +216,31 @@ test('pending is true until the file is open; path is kept', async (t) => {
   t.is(typeof s.fd, 'number')
   s.destroy()
 })
+
+test('a FileHandle stream holds the handle: close() waits for the read in flight, as for node\'s own reads', async (t) => {
+  t.timeout(30_000, 'the stream hung')
+  const fifo = tmpPath('handle-fifo')
+  execFileSync('mkfifo', [fifo])
+  // A writer that opens at once and writes after a while: the stream's first read
+  // waits on the pool for it.
+  const writer = spawn('sh', ['-c', 'exec 3>"$1"; sleep 1; printf data >&3', 'sh', fifo])
+  const writerExited = new Promise((resolve) => writer.on('exit', resolve))
+  const handle = await fs.promises.open(fifo, 'r')
+  const stream = fairfs.createReadStream(null, { fd: handle })
+  const chunks = []
+  stream.on('data', (c) => chunks.push(c))
+  stream.on('error', () => {})
+  const streamClosed = new Promise((resolve) => stream.on('close', resolve))
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  let closedAt = 0
+  const start = Date.now()
+  const closing = handle.close().then(() => (closedAt = Date.now()))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.is(closedAt, 0, 'close() waits while the read of its fd is in flight (its fd cannot be reused under it)')
+  await closing
+  t.true(closedAt - start >= 300)
+  t.is(handle.fd, -1)
+  await streamClosed
+  await writerExited
+  t.true(Buffer.concat(chunks).toString() === 'data' || chunks.length === 0, 'nothing but the FIFO\'s bytes')
+})

@@ -16,6 +16,7 @@
 const fs = require('node:fs')
 const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
+const { hold } = require('./filehandle')
 
 /** The node:fs functions install() replaced, or null when not installed. */
 let originals = null
@@ -25,16 +26,6 @@ let handleOriginals = null
 let handleProto = null
 /** The API install() was given, for the FileHandle methods. */
 let api = null
-
-/**
- * FileHandle's own reference count (the `kRef`/`kUnref` methods node:fs/promises
- * wraps around each operation on a handle, so that close() waits for them). Not
- * exported, so found by name; null if a Node line renames them, and then close() is
- * wrapped per handle instead (see holdOpen).
- */
-let handleRefs = null
-/** Handles whose close() was wrapped by holdOpen -> the fairfs reads in flight on them. */
-const readsInFlight = new WeakMap()
 
 /** Patches node:fs. Calling it again changes nothing. */
 function install(fairfs) {
@@ -99,16 +90,14 @@ function patchFileHandle(proto) {
   handleProto = proto
   handleOriginals = { readFile: proto.readFile, createReadStream: proto.createReadStream }
   const originalReadFile = handleOriginals.readFile
-  const symbol = (name) => Object.getOwnPropertySymbols(proto).find((s) => s.description === name && typeof proto[s] === 'function')
-  const [ref, unref] = [symbol('kRef'), symbol('kUnref')]
-  handleRefs = ref && unref ? { ref, unref } : null
 
   proto.readFile = {
     readFile(options) {
       // A closed handle: node's own error (EBADF 'file closed', syscall readFile).
       if (this.fd === -1) return originalReadFile.call(this, options)
+      const release = hold(this)
       const read = api.promises.readFile(this, options)
-      holdOpen(this, read)
+      read.then(release, release)
       return read
     },
   }.readFile
@@ -118,26 +107,6 @@ function patchFileHandle(proto) {
       return api.createReadStream(undefined, { ...options, fd: this })
     },
   }.createReadStream
-}
-
-/** Keeps `handle`'s fd open until `read` settles: close() waits for it, as for node's own operations. */
-function holdOpen(handle, read) {
-  if (handleRefs) {
-    handle[handleRefs.ref]()
-    const release = () => handle[handleRefs.unref]()
-    read.then(release, release)
-    return
-  }
-  // close is an own property of each handle (a class field), not on the prototype.
-  let reads = readsInFlight.get(handle)
-  if (!reads) {
-    readsInFlight.set(handle, (reads = new Set()))
-    const close = handle.close
-    handle.close = () => Promise.allSettled([...reads]).then(() => close.call(handle))
-  }
-  reads.add(read)
-  const forget = () => reads.delete(read)
-  read.then(forget, forget)
 }
 
 module.exports = { install, uninstall, isInstalled }

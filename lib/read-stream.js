@@ -13,6 +13,7 @@ const { fileURLToPath } = require('node:url')
 const { binding, track, nativeError } = require('./native')
 const { createReadStream: nodeCreateReadStream } = require('node:fs') // before install() patches it
 const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
+const { hold } = require('./filehandle')
 const { invalidArgType, outOfRange } = require('./errors')
 
 let defaultReadAhead = 4
@@ -180,9 +181,12 @@ class ReadStream extends Readable {
     const position = this.#positional ? this.#nextPos : -1
     if (this.#positional) this.#nextPos += size
     this.#live++
+    // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
+    const release = this._handle ? hold(this._handle) : null
     const id = binding.readChunk(this.fd, position, size)
     this.#ids.add(id)
     track(id, (result) => {
+      release?.()
       this.#ids.delete(id)
       if (gen === this.#gen) this.#live--
       if (this.#ids.size === 0 && this.#afterIo) {
