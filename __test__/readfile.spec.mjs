@@ -1,7 +1,7 @@
 import test from 'ava'
 import fs from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { fairfs, isNative, makeFile, tmpPath, bothCallback, bothPromise, viaCallback, describeError } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, makeFile, tmpPath, bothCallback, bothPromise, viaCallback, describeError } from './helpers.mjs'
 
 const sizes = [0, 1, 64 * 1024 - 1, 64 * 1024, 1024 * 1024 + 1, 16 * 1024 * 1024]
 
@@ -207,4 +207,16 @@ test(over2GiB, async (t) => {
   t.is(data.toString('latin1', size - 5), 'tail!')
   t.is(data[12345], 0)
   data = null
+})
+
+nativeOnly(test)('readFile(filehandle) holds the handle: close() waits for the read, which gets the whole file', async (t) => {
+  const { path, data } = makeFile(64 * 1024 * 1024)
+  for (const read of [(h) => fairfs.promises.readFile(h), (h) => fairfs.readFile(h)]) {
+    const h = await fs.promises.open(path)
+    const reading = read(h)
+    const closed = h.close()
+    const [got] = await Promise.all([reading, closed])
+    t.true(got.equals(data), 'the whole file, not EBADF or another file on a reused fd')
+    t.is(h.fd, -1)
+  }
 })

@@ -16,7 +16,6 @@
 const fs = require('node:fs')
 const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
-const { hold } = require('./filehandle')
 
 /** The node:fs functions install() replaced, or null when not installed. */
 let originals = null
@@ -95,10 +94,8 @@ function patchFileHandle(proto) {
     readFile(options) {
       // A closed handle: node's own error (EBADF 'file closed', syscall readFile).
       if (this.fd === -1) return originalReadFile.call(this, options)
-      const release = hold(this)
-      const read = api.promises.readFile(this, options)
-      read.then(release, release)
-      return read
+      // fairfs holds the handle while it reads (lib/filehandle.js): close() waits.
+      return api.promises.readFile(this, options)
     },
   }.readFile
   proto.createReadStream = {

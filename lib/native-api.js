@@ -14,6 +14,7 @@ const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = requi
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure } = require('./configure')
 const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./read-stream')
+const { hold } = require('./filehandle')
 
 /**
  * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome
@@ -67,6 +68,7 @@ function unwatchSignal(signal, id) {
 
 function settle(req, result) {
   if (req.signal && req.id !== undefined) unwatchSignal(req.signal, req.id)
+  req.release?.()
   const [err, data] = interpret(result, req.encoding, req.signal, req.path)
   return err ? req.done(err) : req.done(null, data)
 }
@@ -118,9 +120,11 @@ function start(path, options, done, allowFd) {
     read.then((data) => done(null, data), done)
     return
   }
-  const req = { done, encoding, path: undefined, signal, id: undefined }
+  const req = { done, encoding, path: undefined, signal, id: undefined, release: undefined }
   let id
   if (fd >= 0) {
+    // A FileHandle stays open until the read is done: its close() waits (lib/filehandle.js).
+    if (handle) req.release = hold(path)
     id = native.readFd(fd, textWanted(encoding))
   } else {
     const flags = stringToFlags(options.flag)
