@@ -260,6 +260,10 @@ struct State {
     /// `retry_at`, since no close of ours will come to wake them.
     retry: VecDeque<Entry>,
     retry_at: Option<Instant>,
+    /// Cancelled big reads whose release may wait for pieces other workers are
+    /// reading: a worker releases them, so that cancelling never waits on the
+    /// caller's (the JS) thread.
+    cancel_later: Vec<Entry>,
     next_id: u64,
     /// Set by `Drop`: workers exit and queued jobs are cancelled.
     shutdown: bool,
@@ -377,6 +381,7 @@ impl Pool {
                 admission: Admission::new(default_limits()),
                 retry: VecDeque::new(),
                 retry_at: None,
+                cancel_later: Vec::new(),
                 next_id: 0,
                 shutdown: false,
             }),
@@ -454,9 +459,10 @@ impl Pool {
         tickets
     }
 
-    /// Cancels a job. A waiting job is released on this thread before returning; a
-    /// job being read is released by its worker after the current chunk. Returns
-    /// whether the job was still waiting.
+    /// Cancels a job. A waiting job is released on this thread before returning (a big
+    /// one being split, whose release waits for pieces on other workers, by a worker
+    /// soon after); a job being read is released by its worker after the current
+    /// chunk. Returns whether the job was still waiting.
     pub fn cancel(&self, ticket: &Ticket) -> bool {
         self.cancel_many(std::slice::from_ref(ticket)) == 1
     }
@@ -478,19 +484,23 @@ impl Pool {
         let (retry, kept): (VecDeque<Entry>, VecDeque<Entry>) = state.retry.drain(..).partition(is_one);
         state.retry = kept;
         removed.extend(retry);
+        let n = removed.len();
+        // A big read being split may have pieces on other workers, and releasing it
+        // waits for them: a worker does that (`finish_cancelled`), not this thread.
+        let (later, now): (Vec<Entry>, Vec<Entry>) = removed.into_iter().partition(|e| e.job.is_large());
         // Given back before the cancellations are delivered, as in `finish_cancelled`.
         let mut admitted = 0;
-        for entry in &removed {
+        for entry in &now {
             admitted += state.release(entry.held());
         }
-        let wake = admitted > 0 && state.idle > 0;
+        let wake = (admitted > 0 || !later.is_empty()) && state.idle > 0;
+        state.cancel_later.extend(later);
         drop(state);
         if wake {
             self.shared.work_ready.notify_all();
         }
-        let n = removed.len();
-        self.shared.cancelled.fetch_add(n as u64, Ordering::Relaxed);
-        for entry in removed {
+        self.shared.cancelled.fetch_add(now.len() as u64, Ordering::Relaxed);
+        for entry in now {
             entry.job.cancel();
         }
         n
@@ -598,6 +608,7 @@ impl Drop for Pool {
             let mut all = state.queue.drain();
             all.extend(state.admission.drain());
             all.extend(state.retry.drain(..));
+            all.append(&mut state.cancel_later);
             all
         };
         self.shared.work_ready.notify_all();
@@ -624,6 +635,12 @@ fn worker(shared: Arc<Shared>) {
         if state.nice != nice {
             nice = state.nice;
             let _ = crate::sys::set_thread_nice(nice);
+        }
+        if let Some(entry) = state.cancel_later.pop() {
+            drop(state);
+            finish_cancelled(&shared, entry);
+            state = lock(&shared);
+            continue;
         }
         if state.shutdown || state.live_threads > state.target_threads {
             state.live_threads -= 1;
@@ -1323,6 +1340,57 @@ mod tests {
         assert_eq!(recv(&rx), ("after", "complete"));
         let s = pool.stats();
         assert_eq!((s.completed, s.active, s.threads), (2, 0, 1));
+    }
+
+    /// A big job whose release waits until its gate opens, as releasing `Parts`
+    /// waits for pieces other workers are reading.
+    struct SlowToFree {
+        gate: mpsc::Receiver<()>,
+        log: mpsc::Sender<(&'static str, &'static str)>,
+    }
+
+    impl Job for SlowToFree {
+        fn step(&mut self) -> Step {
+            Step { bytes: 1, done: true }
+        }
+        fn is_large(&self) -> bool {
+            true
+        }
+        fn complete(self: Box<Self>) {
+            self.log.send(("slow", "complete")).unwrap();
+        }
+        fn cancel(self: Box<Self>) {
+            let _ = self.gate.recv(); // the pieces in flight
+            self.log.send(("slow", "cancel")).unwrap();
+        }
+    }
+
+    #[test]
+    fn cancelling_a_big_job_never_waits_for_its_release_on_the_cancelling_thread() {
+        let pool = Arc::new(Pool::new(1, 10));
+        let (tx, rx) = mpsc::channel();
+        let (open_busy, busy_gate) = mpsc::channel();
+        let (open_slow, slow_gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob { name: "busy", steps: 1, bytes: 1, gate: Some(busy_gate), log: tx.clone() }));
+        while pool.stats().active == 0 {
+            std::thread::yield_now(); // until the worker holds "busy"
+        }
+        let ticket = pool.submit(Box::new(SlowToFree { gate: slow_gate, log: tx }));
+        // Cancel on another thread, so that a cancel that waited would fail, not hang.
+        let (done_tx, done) = mpsc::channel();
+        let canceller = {
+            let pool = pool.clone();
+            std::thread::spawn(move || done_tx.send(pool.cancel(&ticket)).unwrap())
+        };
+        assert_eq!(done.recv_timeout(Duration::from_secs(5)), Ok(true), "cancel returned at once: it was waiting");
+        canceller.join().unwrap();
+        open_busy.send(()).unwrap();
+        assert_eq!(recv(&rx), ("busy", "step"));
+        assert_eq!(recv(&rx), ("busy", "complete"));
+        // The worker now releases the cancelled job, which waits for its gate.
+        open_slow.send(()).unwrap();
+        assert_eq!(recv(&rx), ("slow", "cancel"));
+        assert_eq!(pool.stats().cancelled, 1);
     }
 
     #[test]
