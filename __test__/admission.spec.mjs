@@ -46,7 +46,9 @@ nativeOnly(test)('2,000 concurrent reads under ulimit -n 256: every one succeeds
 nativeOnly(test)('EMFILE caused by other code: reads wait for descriptors, and fail as node:fs does only after a bounded wait', async (t) => {
   const { path } = makeFile(100_000)
   const out = await runChild(128, 'emfile-other', path)
-  t.deepEqual(out.early, { settled: 0, waiting: 20 }, 'no read failed while the descriptors were taken')
+  t.is(out.early.settled, 0, 'no read failed while the descriptors were taken')
+  // Waiting for a descriptor, bar one a worker may be retrying at that moment.
+  t.true(out.early.waiting >= 19, `waiting: ${out.early.waiting}`)
   t.deepEqual(out.waited, Array(20).fill(true))
   t.is(out.node.code, 'EMFILE')
   t.deepEqual(out.ours, out.node)
