@@ -90,7 +90,8 @@ if (isNative && !portable) {
       })
       const controllers = fifos.map(() => new AbortController())
       const waiting = fifos.map((f, i) => fairfs.promises.readFile(f, { encoding: 'utf8', signal: controllers[i].signal }))
-      await sleep(100)
+      // Each FIFO read opens, then moves to a thread of its own (slowly under qemu).
+      for (let i = 0; i < 250 && fairfs.stats().ownThreads < 8; i++) await sleep(20)
       t.is(fairfs.stats().ownThreads, 8, 'each FIFO read waits on a thread of its own')
       const big = makeFile(16 * 1024 * 1024)
       const got = await Promise.race([fairfs.promises.readFile(big.path), sleep(10_000).then(() => 'stalled')])
@@ -102,7 +103,7 @@ if (isNative && !portable) {
       const wrote = fifos.slice(4).map((f) => writer(f, 'late'))
       t.deepEqual(await Promise.all(waiting.slice(4)), Array(4).fill('late'))
       await Promise.all(wrote)
-      for (let i = 0; i < 100 && fairfs.stats().ownThreads > 0; i++) await sleep(20)
+      for (let i = 0; i < 500 && fairfs.stats().ownThreads > 0; i++) await sleep(20)
       t.is(fairfs.stats().ownThreads, 0, 'their threads ended')
     }
     fairfs.configure({ fastPath: true })

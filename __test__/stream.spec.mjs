@@ -217,13 +217,13 @@ test('pending is true until the file is open; path is kept', async (t) => {
   s.destroy()
 })
 
-test('a FileHandle stream holds the handle: close() waits for the read in flight, as for node\'s own reads', async (t) => {
+test.serial('a FileHandle stream holds the handle: close() waits for the read in flight, as for node\'s own reads', async (t) => {
   t.timeout(30_000, 'the stream hung')
   const fifo = tmpPath('handle-fifo')
   execFileSync('mkfifo', [fifo])
   // A writer that opens at once and writes after a while: the stream's first read
   // waits on the pool for it.
-  const writer = spawn('sh', ['-c', 'exec 3>"$1"; sleep 1; printf data >&3', 'sh', fifo])
+  const writer = spawn('sh', ['-c', 'exec 3>"$1"; sleep 4; printf data >&3', 'sh', fifo])
   const writerExited = new Promise((resolve) => writer.on('exit', resolve))
   const handle = await fs.promises.open(fifo, 'r')
   const stream = fairfs.createReadStream(null, { fd: handle })
@@ -231,7 +231,14 @@ test('a FileHandle stream holds the handle: close() waits for the read in flight
   stream.on('data', (c) => chunks.push(c))
   stream.on('error', () => {})
   const streamClosed = new Promise((resolve) => stream.on('close', resolve))
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // Until the stream's first read is on the pool, waiting for the writer (node:fs's
+  // own stream on the node backend: a while).
+  if (isNative) {
+    for (let i = 0; i < 200 && fairfs.stats().active === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    t.true(fairfs.stats().active > 0, 'a read of the handle is in flight')
+  } else {
+    await new Promise((resolve) => setTimeout(resolve, 500))
+  }
   let closedAt = 0
   const start = Date.now()
   const closing = handle.close().then(() => (closedAt = Date.now()))
