@@ -184,7 +184,7 @@ struct Entry {
 }
 
 /// What an entry held, given back when it ends.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct Held {
     slot: bool,
     granted: u64,
@@ -198,7 +198,7 @@ impl Entry {
     }
 
     /// What it holds, to be given back (and so cleared) when it leaves admission.
-    fn held_mut(&mut self) -> Held {
+    fn take_held(&mut self) -> Held {
         let held = self.held();
         (self.slot, self.granted) = (false, 0);
         held
@@ -423,11 +423,10 @@ impl Pool {
             return tickets;
         }
         let mut queued = false;
-        for job in jobs {
+        for mut job in jobs {
             let id = state.next_id;
             state.next_id += 1;
             let cancelled = Arc::new(AtomicBool::new(false));
-            let mut job = job;
             job.watch_cancel(cancelled.clone());
             let opens_file = job.opens_file();
             let entry = Entry {
@@ -727,7 +726,7 @@ fn requeue<'a>(
         Wait::No => {}
         Wait::OwnThread => {
             let mut entry = flow.item;
-            let held = entry.held_mut();
+            let held = entry.take_held();
             entry.outside = held.slot;
             state.admission.leave(held.slot, held.granted);
             let admitted = state.admit();
@@ -800,28 +799,55 @@ fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> Afte
         run_piece(shared, flow, piece);
         return After::Ended;
     }
-    // A panic (a bug) fails this request alone: the worker lives on, and the
-    // request's caller hears of it instead of waiting forever.
-    let Ok(step) = catch_unwind(AssertUnwindSafe(|| flow.item.job.step())) else {
+    match step(shared, &mut flow.item) {
+        Stepped::More(bytes) => After::Requeue(flow, bytes),
+        Stepped::Done => {
+            deliver(shared, flow.item, false);
+            After::Ended
+        }
+        Stepped::Panicked => {
+            deliver(shared, flow.item, true);
+            After::Ended
+        }
+    }
+}
+
+/// How a step ended.
+enum Stepped {
+    /// More to do; this many bytes were read.
+    More(usize),
+    /// The job has its outcome.
+    Done,
+    /// The step panicked (a bug): the job must fail.
+    Panicked,
+}
+
+/// Runs one step of a checked-out job and counts it. A panic (a bug) is caught: it
+/// fails this request alone, the thread lives on, and the caller hears of it instead
+/// of waiting forever.
+fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
+    let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
         count_chunk(shared, 0, false);
-        shared.completed.fetch_add(1, Ordering::Relaxed);
-        give_back(shared, flow.item.held());
-        let _ = catch_unwind(AssertUnwindSafe(|| flow.item.job.fail()));
-        return After::Ended;
+        return Stepped::Panicked;
     };
     // A step that read nothing and is not the last only opened the file (and waits
     // for admission): it is not a chunk.
     count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
     if step.done {
-        shared.completed.fetch_add(1, Ordering::Relaxed);
-        // Given back before the result is delivered, so that whoever sees a result
-        // sees its slot and bytes free (its fd closes in `complete`, just after).
-        give_back(shared, flow.item.held());
-        let _ = catch_unwind(AssertUnwindSafe(|| flow.item.job.complete()));
-        After::Ended
+        Stepped::Done
     } else {
-        After::Requeue(flow, step.bytes)
+        Stepped::More(step.bytes)
     }
+}
+
+/// Delivers a finished job's outcome: its result, or its failure if `panicked`. What
+/// it held is given back first, so that whoever sees a result sees its slot and bytes
+/// free (its fd closes in `complete`, just after).
+fn deliver(shared: &Shared, entry: Entry, panicked: bool) {
+    shared.completed.fetch_add(1, Ordering::Relaxed);
+    give_back(shared, entry.held());
+    let job = entry.job;
+    let _ = catch_unwind(AssertUnwindSafe(|| if panicked { job.fail() } else { job.complete() }));
 }
 
 /// Puts the job back in the queue, charged the piece's bytes, so that the next
@@ -887,19 +913,10 @@ fn run_on_own_thread(shared: &Arc<Shared>, entry: Entry) {
                     break;
                 }
                 shared.active.fetch_add(1, Ordering::Relaxed);
-                let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
-                    count_chunk(&shared, 0, false);
-                    shared.completed.fetch_add(1, Ordering::Relaxed);
-                    give_back(&shared, entry.held());
-                    let _ = catch_unwind(AssertUnwindSafe(|| entry.job.fail()));
-                    break;
-                };
-                count_chunk(&shared, step.bytes, step.bytes > 0 || step.done);
-                if step.done {
-                    shared.completed.fetch_add(1, Ordering::Relaxed);
-                    give_back(&shared, entry.held());
-                    let _ = catch_unwind(AssertUnwindSafe(|| entry.job.complete()));
-                    break;
+                match step(&shared, &mut entry) {
+                    Stepped::More(_) => {}
+                    Stepped::Done => break deliver(&shared, entry, false),
+                    Stepped::Panicked => break deliver(&shared, entry, true),
                 }
             }
             shared.own_threads.fetch_sub(1, Ordering::Relaxed);
@@ -909,9 +926,7 @@ fn run_on_own_thread(shared: &Arc<Shared>, entry: Entry) {
         // No thread to be had: it fails here, on the worker, rather than never ending.
         shared.own_threads.fetch_sub(1, Ordering::Relaxed);
         if let Some(entry) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            shared.completed.fetch_add(1, Ordering::Relaxed);
-            give_back(shared, entry.held());
-            let _ = catch_unwind(AssertUnwindSafe(|| entry.job.fail()));
+            deliver(shared, entry, true);
         }
     }
 }

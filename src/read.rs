@@ -220,8 +220,8 @@ impl FileRead {
     /// Its bytes were refused: close our file so that it waits holding nothing. It
     /// opens again (and allocates at once, once granted) on its next step.
     pub fn suspend(&mut self) {
-        let reopens = matches!(self.source, Source::Path { .. });
-        if reopens && matches!(self.state, State::Reading(OpenFile { owned: true, unallocated: true, .. })) {
+        // Only a path can be opened again; a caller's fd stays as it is.
+        if self.opens_file() && matches!(self.state, State::Reading(OpenFile { owned: true, unallocated: true, .. })) {
             self.state = State::Unopened; // dropping the OpenFile closes it
         }
     }
