@@ -12,6 +12,14 @@ function writer(fifo, text) {
   return new Promise((resolve) => sh.on('exit', (code, signal) => resolve({ code, signal })))
 }
 
+/** Starts a writer of `text`, lets it wait in open() for a reader, then reads with `read`. */
+async function writerFirst(fifo, text, read) {
+  const wrote = writer(fifo, text)
+  await sleep(100) // the writer waits in open() for a reader
+  const got = await read(fifo)
+  return { got, wrote: await wrote }
+}
+
 const apis = {
   readFile: (p) => new Promise((resolve, reject) => fairfs.readFile(p, 'utf8', (e, d) => (e ? reject(e) : resolve(d)))),
   'promises.readFile': (p) => fairfs.promises.readFile(p, 'utf8'),
@@ -32,20 +40,17 @@ for (const fastPath of [true, false]) {
         t.teardown(() => fairfs.configure({ fastPath: true }))
         const fifo = tmpPath('fifo')
         execFileSync('mkfifo', [fifo])
-        let wrote
-        let got
+        let outcome
         if (order === 'writer first') {
-          wrote = writer(fifo, 'hello')
-          await sleep(100) // the writer waits in open() for a reader
-          got = await read(fifo)
+          outcome = await writerFirst(fifo, 'hello', read)
         } else {
           const reading = read(fifo)
           await sleep(100) // the reader waits for a writer
-          wrote = writer(fifo, 'hello')
-          got = await reading
+          const wrote = writer(fifo, 'hello')
+          outcome = { got: await reading, wrote: await wrote }
         }
-        t.is(got, 'hello')
-        t.deepEqual(await wrote, { code: 0, signal: null }, 'the writer finished, not killed by SIGPIPE')
+        t.is(outcome.got, 'hello')
+        t.deepEqual(outcome.wrote, { code: 0, signal: null }, 'the writer finished, not killed by SIGPIPE')
         fs.rmSync(fifo)
       })
     }
@@ -55,10 +60,9 @@ for (const fastPath of [true, false]) {
 test.serial('node:fs gives the same for a FIFO, writer first', async (t) => {
   const fifo = tmpPath('fifo-node')
   execFileSync('mkfifo', [fifo])
-  const wrote = writer(fifo, 'hello')
-  await sleep(100)
-  t.is(await fs.promises.readFile(fifo, 'utf8'), 'hello')
-  t.deepEqual(await wrote, { code: 0, signal: null })
+  const { got, wrote } = await writerFirst(fifo, 'hello', (p) => fs.promises.readFile(p, 'utf8'))
+  t.is(got, 'hello')
+  t.deepEqual(wrote, { code: 0, signal: null })
 })
 
 if (isNative) {
@@ -66,10 +70,9 @@ if (isNative) {
     t.timeout(20_000, 'a FIFO read hung')
     const fifo = tmpPath('fifo-empty')
     execFileSync('mkfifo', [fifo])
-    const wrote = writer(fifo, '')
-    await sleep(100)
-    t.is(await fairfs.promises.readFile(fifo, 'utf8'), '')
-    t.deepEqual(await wrote, { code: 0, signal: null })
+    const { got, wrote } = await writerFirst(fifo, '', (p) => fairfs.promises.readFile(p, 'utf8'))
+    t.is(got, '')
+    t.deepEqual(wrote, { code: 0, signal: null })
   })
 }
 

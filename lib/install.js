@@ -40,10 +40,14 @@ function install(fairfs) {
   fs.promises.readFile = api.promises.readFile
   fs.createReadStream = api.createReadStream
   const open = originals.promisesOpen
+  // FileHandle's prototype, learnt from `handle` while installed and not yet patched.
+  const learn = (handle) => {
+    if (originals && !handleOriginals) patchFileHandle(Object.getPrototypeOf(handle))
+  }
   fs.promises.open = {
     async open(...args) {
       const handle = await open.apply(this, args)
-      if (originals && !handleOriginals) patchFileHandle(Object.getPrototypeOf(handle))
+      learn(handle)
       return handle
     },
   }.open
@@ -52,7 +56,7 @@ function install(fairfs) {
   } else {
     open(__filename, 'r').then(
       (handle) => {
-        if (originals && !handleOriginals) patchFileHandle(Object.getPrototypeOf(handle))
+        learn(handle)
         return handle.close()
       },
       () => {},
