@@ -39,8 +39,17 @@ export declare function closeFd(fd: number): number
  */
 export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null, maxOpenFiles?: number | undefined | null, maxBytesInFlight?: number | undefined | null): void
 
+/** Forgets flow `flow` once none of its blocks is left. */
+export declare function endFlow(flow: number): void
+
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
+
+/**
+ * A new key for a read stream's blocks, which then share one place in the pool's
+ * fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes.
+ */
+export declare function newFlow(): number
 
 /** Opens `path`; the result is the fd. Returns the request id. */
 export declare function openPath(path: string | Uint8Array, flags: number, mode: number): number
@@ -70,6 +79,11 @@ export interface PoolStats {
   waiting: number
   /** Reads of FIFOs and devices, each on a thread of its own outside the pool. */
   ownThreads: number
+  /**
+   * Read streams whose blocks the fair queue keeps as one flow (each is forgotten
+   * when its stream ends or is destroyed).
+   */
+  streamFlows: number
   /** Reads served by the fast path, and tries that fell back to the pool. */
   fastPathHits: number
   fastPathMisses: number
@@ -86,9 +100,10 @@ export declare function readCached(path: string, flags: number, maxSize: number,
 
 /**
  * Reads up to `length` bytes of `fd` at `position` (negative: the current
- * position); the result is a Buffer, empty at end of file. Returns the request id.
+ * position) as a block of stream `flow` (0: none); the result is a Buffer, empty at
+ * end of file. Returns the request id.
  */
-export declare function readChunk(fd: number, position: number, length: number): number
+export declare function readChunk(fd: number, position: number, length: number, flow: number): number
 
 /**
  * Reads the caller's `fd` from its current position, leaving it open; `text` as for

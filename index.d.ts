@@ -131,6 +131,9 @@ export interface NativeStats {
   waiting: number
   /** Reads of FIFOs, pipes and devices, each on a thread of its own outside the pool. */
   ownThreads: number
+  /** Read streams whose blocks the pool's fair queue keeps as one flow; each is
+   *  forgotten when its stream ends or is destroyed. */
+  streamFlows: number
   readAhead: number
   maxLength: number
   maxUnsizedLength: number

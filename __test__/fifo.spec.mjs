@@ -112,3 +112,42 @@ if (isNative && !portable) {
     fairfs.configure({ fastPath: true })
   })
 }
+
+const streamWedge = 'streams of FIFOs waiting for writers, more than the pool has threads, stall no regular read; destroy() ends one at once'
+if (isNative && portable) test.skip(`${streamWedge} [portable build: FIFOs open blocking]`, () => {})
+if (isNative && !portable) {
+  test.serial(streamWedge, async (t) => {
+    t.timeout(30_000, 'a read hung')
+    const fifos = Array.from({ length: 8 }, (_, i) => {
+      const fifo = tmpPath(`stream-wedge-${i}`)
+      execFileSync('mkfifo', [fifo])
+      return fifo
+    })
+    const streams = fifos.map((f) => fairfs.createReadStream(f, 'utf8'))
+    const texts = streams.map(async (s) => {
+      let text = ''
+      for await (const chunk of s) text += chunk
+      return text
+    })
+    // Each stream's open waits for its writer on a thread of its own.
+    for (let i = 0; i < 250 && fairfs.stats().ownThreads < 8; i++) await sleep(20)
+    t.is(fairfs.stats().ownThreads, 8, 'each FIFO stream waits on a thread of its own')
+    const big = makeFile(16 * 1024 * 1024)
+    const got = await Promise.race([fairfs.promises.readFile(big.path), sleep(10_000).then(() => 'stalled')])
+    t.true(Buffer.isBuffer(got) && got.equals(big.data), 'a 16 MiB file read while eight FIFO streams wait')
+    // Destroy half while they wait for a writer: they close within the cancel check.
+    const started = Date.now()
+    for (const s of streams.slice(0, 4)) s.destroy()
+    const destroyed = await Promise.allSettled(texts.slice(0, 4))
+    t.true(destroyed.every((o) => o.status === 'rejected' && o.reason.code === 'ERR_STREAM_PREMATURE_CLOSE'))
+    await Promise.all(streams.slice(0, 4).map((s) => (s.closed ? null : new Promise((resolve) => s.on('close', resolve)))))
+    t.true(Date.now() - started < 5_000, 'destroy() did not wait for a writer')
+    // The other half get writers: their data is read on threads of their own too.
+    const wrote = fifos.slice(4).map((f) => writer(f, 'late'))
+    t.deepEqual(await Promise.all(texts.slice(4)), Array(4).fill('late'))
+    t.deepEqual(await Promise.all(wrote), Array(4).fill({ code: 0, signal: null }))
+    for (let i = 0; i < 500 && fairfs.stats().ownThreads > 0; i++) await sleep(20)
+    t.is(fairfs.stats().ownThreads, 0, 'their threads ended')
+    t.is(fairfs.stats().streamFlows, 0, 'every stream\'s flow is forgotten')
+  })
+}

@@ -71,6 +71,11 @@ class ReadStream extends Readable {
   #wantMore = false
   #noMore = false
   #ended = false
+  /** The open in flight, which destroy() cancels: Readable waits for _construct
+   *  before it calls _destroy, and an open of a FIFO waits for a writer. */
+  #openId = null
+  /** The key that makes this stream's blocks one flow in the pool's fair queue. */
+  #flow = 0
 
   constructor(path, options) {
     options = { ...getOptions(options) }
@@ -115,6 +120,7 @@ class ReadStream extends Readable {
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
+    this.#flow = binding.newFlow()
   }
 
   get pending() {
@@ -138,8 +144,12 @@ class ReadStream extends Readable {
       return callback(err)
     }
     this.#ids.add(id)
+    this.#openId = id
     track(id, (result) => {
       this.#ids.delete(id)
+      this.#openId = null
+      // Cancelled by destroy() (a FIFO waiting for its writer): nothing was opened.
+      if (result === null) return callback()
       if (typeof result !== 'number') return callback(nativeError(result, this._nativePath.display))
       this.fd = result
       callback()
@@ -171,6 +181,7 @@ class ReadStream extends Readable {
     }
     if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
       this.#ended = true
+      binding.endFlow(this.#flow)
       this.push(null)
     }
   }
@@ -183,7 +194,7 @@ class ReadStream extends Readable {
     this.#live++
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
     const release = this._handle ? hold(this._handle) : null
-    const id = binding.readChunk(this.fd, position, size)
+    const id = binding.readChunk(this.fd, position, size, this.#flow)
     this.#ids.add(id)
     track(id, (result) => {
       release?.()
@@ -265,7 +276,13 @@ class ReadStream extends Readable {
     else this.emit('error', err)
   }
 
+  destroy(err, callback) {
+    if (this.#openId !== null) binding.cancel(this.#openId)
+    return super.destroy(err, callback)
+  }
+
   _destroy(err, callback) {
+    binding.endFlow(this.#flow)
     for (const id of this.#ids) binding.cancel(id)
     // As node:fs does, wait for reads in flight before closing the fd.
     if (this.#ids.size > 0) this.#afterIo = () => this.#close(err, callback)

@@ -1,13 +1,17 @@
-//! The single operations a read stream is made of: open, read one chunk, close.
+//! The single operations a read stream is made of: open, read one block, close.
 //!
 //! A stream is a sequence of these, each one job on the fair pool, so streams and
-//! `readFile` requests share the pool by the same deficit round robin.
+//! `readFile` requests share the pool by the same deficit round robin. A stream's
+//! blocks form one keyed flow ([`crate::scheduler`]), and a block is read in steps of
+//! at most the chunk size ([`BlockJob`]), so a stream gets what one `readFile` gets.
 
 use std::ffi::CStr;
 
+use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
-use crate::read::MAX_READ_SYSCALL;
+use crate::pool::{CancelFlag, Job, Step};
+use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
 
 /// An fd we opened and nobody has taken yet: closed on drop, so an open whose
@@ -55,6 +59,220 @@ pub fn read(
 
 pub fn close(fd: Fd) -> Result<(), ReadError> {
     Ok(sys::close(fd)?)
+}
+
+/// A stream's open as a pool job. Opening a FIFO with no writer would wait in
+/// `open(2)` on a pool worker; so a read-only open does not wait
+/// ([`sys::nonblocking_open_flags`]), and a FIFO then waits for its writer's first
+/// data or close on a thread of its own ([`Wait::OwnThread`]), where an abort ends
+/// the wait within [`crate::read`]'s cancel check. Other fds go back to blocking.
+pub struct OpenJob<D> {
+    path: std::ffi::CString,
+    flags: i32,
+    mode: u32,
+    fd: Option<OpenedFd>,
+    error: Option<ReadError>,
+    /// A FIFO opened without waiting: it waits for a writer before it is handed over.
+    fifo_unsettled: bool,
+    cancelled: Option<CancelFlag>,
+    on_done: D,
+}
+
+impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> OpenJob<D> {
+    pub fn new(path: std::ffi::CString, flags: i32, mode: u32, on_done: D) -> Self {
+        OpenJob { path, flags, mode, fd: None, error: None, fifo_unsettled: false, cancelled: None, on_done }
+    }
+
+    /// One step; `Ok(true)` when the fd is ready to hand over.
+    fn try_step(&mut self) -> Result<bool, ReadError> {
+        if let Some(fd) = &self.fd {
+            wait_readable(fd.0, self.cancelled.as_ref())?;
+            self.fifo_unsettled = false;
+            sys::set_blocking(fd.0)?;
+            return Ok(true);
+        }
+        let Some(nonblocking) = sys::nonblocking_open_flags(self.flags) else {
+            self.fd = Some(open(&self.path, self.flags, self.mode)?);
+            return Ok(true);
+        };
+        let fd = open(&self.path, nonblocking, self.mode)?;
+        let st = sys::fstat(fd.0)?;
+        if st.is_fifo {
+            self.fd = Some(fd);
+            self.fifo_unsettled = true;
+            return Ok(false);
+        }
+        if !st.is_regular {
+            sys::set_blocking(fd.0)?;
+        }
+        self.fd = Some(fd);
+        Ok(true)
+    }
+}
+
+impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for OpenJob<D> {
+    fn step(&mut self) -> Step {
+        match self.try_step() {
+            Ok(done) => Step { bytes: 0, done },
+            Err(e) => {
+                self.error = Some(e);
+                Step { bytes: 0, done: true }
+            }
+        }
+    }
+
+    fn wait(&self) -> Wait {
+        if self.fifo_unsettled {
+            Wait::OwnThread
+        } else {
+            Wait::No
+        }
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
+    }
+
+    fn complete(self: Box<Self>) {
+        let this = *self;
+        let outcome = match (this.error, this.fd) {
+            (Some(e), _) => Err(e),
+            (None, Some(fd)) => Ok(fd),
+            (None, None) => unreachable!("an open that is done has an fd or an error"),
+        };
+        (this.on_done)(Some(outcome));
+    }
+
+    fn cancel(self: Box<Self>) {
+        (self.on_done)(None);
+    }
+}
+
+/// One block of a read stream as a pool job: up to `len` bytes at `position`, read
+/// in steps of at most `step_max` (the chunk size, also the DRR quantum), so that no
+/// step of a stream is bigger than a `readFile`'s. A read at the fd's current
+/// position (`position` `None`: an fd stream, a FIFO, a device) is one read syscall,
+/// whatever it returns, as node:fs's; if the fd is not a regular file it runs on a
+/// thread of its own ([`Wait::OwnThread`]), where waiting for data blocks nobody.
+pub struct BlockJob<D> {
+    fd: Fd,
+    position: Option<u64>,
+    len: usize,
+    step_max: usize,
+    buffers: Option<&'static BufferPool>,
+    /// The keyed flow of its stream.
+    flow: Option<u64>,
+    buf: Option<PooledBytes>,
+    error: Option<ReadError>,
+    /// Whether a current-position read has looked at what the fd is.
+    checked: bool,
+    /// The fd is not a regular file: reading may wait for any time.
+    may_block: bool,
+    cancelled: Option<CancelFlag>,
+    on_done: D,
+}
+
+impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJob<D> {
+    pub fn new(
+        fd: Fd,
+        position: Option<u64>,
+        len: usize,
+        step_max: usize,
+        buffers: Option<&'static BufferPool>,
+        flow: Option<u64>,
+        on_done: D,
+    ) -> Self {
+        let len = len.clamp(1, MAX_READ_SYSCALL);
+        BlockJob {
+            fd,
+            position,
+            len,
+            step_max: step_max.max(1),
+            buffers,
+            flow,
+            buf: None,
+            error: None,
+            checked: position.is_some(),
+            may_block: false,
+            cancelled: None,
+            on_done,
+        }
+    }
+
+    /// One step; `Ok(true)` when the block is done.
+    fn try_step(&mut self) -> Result<(bool, usize), ReadError> {
+        if !self.checked {
+            self.checked = true;
+            if !sys::fstat(self.fd)?.is_regular {
+                self.may_block = true;
+                // Nothing read: the pool sends it to a thread of its own first.
+                return Ok((false, 0));
+            }
+        }
+        if self.may_block {
+            wait_readable(self.fd, self.cancelled.as_ref())?;
+        }
+        let (len, buffers) = (self.len, self.buffers);
+        let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
+        if buf.vec_mut().capacity() < len {
+            return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
+        }
+        let filled = buf.vec_mut().len();
+        let want = (len - filled).min(self.step_max);
+        let at = self.position.map(|p| p + filled as u64);
+        let n = sys::read_into(self.fd, buf.vec_mut(), want, at)?;
+        // A positioned read comes back short only at the end of the file.
+        let done = self.position.is_none() || n < want || filled + n == len;
+        Ok((done, n))
+    }
+}
+
+impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for BlockJob<D> {
+    fn step(&mut self) -> Step {
+        match self.try_step() {
+            Ok((done, bytes)) => Step { bytes, done },
+            Err(e) => {
+                self.error = Some(e);
+                Step { bytes: 0, done: true }
+            }
+        }
+    }
+
+    /// A block of more than one chunk is a big read's part, and counts against the
+    /// big-read limit like one: a stream of a big file gets a big file's share.
+    fn is_large(&self) -> bool {
+        self.position.is_some() && self.len > self.step_max
+    }
+
+    fn wait(&self) -> Wait {
+        if self.may_block {
+            Wait::OwnThread
+        } else {
+            Wait::No
+        }
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
+    }
+
+    fn flow(&self) -> Option<u64> {
+        self.flow
+    }
+
+    fn complete(self: Box<Self>) {
+        let this = *self;
+        let outcome = match (this.error, this.buf) {
+            (Some(e), _) => Err(e),
+            (None, Some(buf)) => Ok(buf),
+            (None, None) => Ok(PooledBytes::unpooled(Vec::new())),
+        };
+        (this.on_done)(Some(outcome));
+    }
+
+    fn cancel(self: Box<Self>) {
+        (self.on_done)(None);
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, Threa
 use napi_derive::napi;
 
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
-use crate::chunk::{self, OpenedFd};
+use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
 use crate::pack::{Packed, Packer};
 use crate::pool::{global, Job, Ticket};
@@ -341,23 +341,35 @@ pub fn read_fd(env: Env, fd: i32, text: u32) -> Result<f64> {
 pub fn open_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<f64> {
     let path = c_path(&path)?;
     submit(&env, |deliver| {
-        let work = move || (chunk::open(&path, flags, mode), 0);
-        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Opened))))
+        Box::new(OpenJob::new(path, flags, mode, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Opened))))
     })
 }
 
-/// Reads up to `length` bytes of `fd` at `position` (negative: the current
-/// position); the result is a Buffer, empty at end of file. Returns the request id.
+/// A new key for a read stream's blocks, which then share one place in the pool's
+/// fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes.
 #[napi]
-pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32) -> Result<f64> {
+pub fn new_flow() -> f64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as f64
+}
+
+/// Forgets flow `flow` once none of its blocks is left.
+#[napi]
+pub fn end_flow(flow: f64) {
+    global().end_flow(flow as u64);
+}
+
+/// Reads up to `length` bytes of `fd` at `position` (negative: the current
+/// position) as a block of stream `flow` (0: none); the result is a Buffer, empty at
+/// end of file. Returns the request id.
+#[napi]
+pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64) -> Result<f64> {
     let position = (position >= 0.0).then_some(position as u64);
+    let flow = (flow > 0.0).then_some(flow as u64);
+    let step_max = global().chunk_size();
     submit(&env, |deliver| {
-        let work = move || {
-            let r = chunk::read(fd, position, length as usize, Some(buffer_pool::global()));
-            let bytes = r.as_ref().map_or(0, |b| b.len());
-            (r, bytes)
-        };
-        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk))))
+        let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
+        Box::new(BlockJob::new(fd, position, length as usize, step_max, Some(buffer_pool::global()), flow, on_done))
     })
 }
 
@@ -453,6 +465,9 @@ pub struct PoolStats {
     pub waiting: u32,
     /// Reads of FIFOs and devices, each on a thread of its own outside the pool.
     pub own_threads: u32,
+    /// Read streams whose blocks the fair queue keeps as one flow (each is forgotten
+    /// when its stream ends or is destroyed).
+    pub stream_flows: u32,
     /// Reads served by the fast path, and tries that fell back to the pool.
     pub fast_path_hits: f64,
     pub fast_path_misses: f64,
@@ -488,6 +503,7 @@ pub fn stats() -> PoolStats {
         max_bytes_in_flight: s.max_bytes_in_flight as f64,
         waiting: s.waiting as u32,
         own_threads: s.own_threads as u32,
+        stream_flows: s.stream_flows as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         pool: {

@@ -21,7 +21,7 @@ use crate::admission::{Admission, Limits, Wait};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::loom::thread;
-use crate::scheduler::{FairQueue, Flow};
+use crate::scheduler::{FairQueue, Flow, Turn};
 
 /// Default number of worker threads, the same as libuv's pool.
 pub const DEFAULT_THREADS: usize = 4;
@@ -110,6 +110,11 @@ pub trait Job: Send + 'static {
     /// Hands the job its cancellation flag when it is submitted, for a step that may
     /// wait for long to check now and then.
     fn watch_cancel(&mut self, _cancelled: CancelFlag) {}
+    /// The keyed flow the job belongs to, if it is one of many requests that share
+    /// one place in the rotation (a read stream's blocks, [`FairQueue::push_keyed`]).
+    fn flow(&self) -> Option<u64> {
+        None
+    }
     /// Delivers the result. Called once, after a step reported `done`.
     fn complete(self: Box<Self>);
     /// Delivers cancellation and frees everything. Called instead of further steps.
@@ -167,6 +172,8 @@ pub struct Stats {
     /// Reads of sources that may block for long (FIFOs, devices), each on a thread
     /// of its own outside the pool.
     pub own_threads: usize,
+    /// Read streams the fair queue keeps as one flow each ([`FairQueue::push_keyed`]).
+    pub stream_flows: usize,
 }
 
 struct Entry {
@@ -292,12 +299,20 @@ impl State {
                 entry.granted += a.granted;
                 entry.job.grant();
             }
-            self.queue.push(entry);
+            self.enqueue(entry);
         }
         if n > 0 {
             self.split_waiting = false;
         }
         n
+    }
+
+    /// Puts an admitted request in the fair queue, in its keyed flow if it has one.
+    fn enqueue(&mut self, entry: Entry) {
+        match entry.job.flow() {
+            Some(key) => self.queue.push_keyed(entry, key),
+            None => self.queue.push(entry),
+        }
     }
 
     /// Gives back what an ended read held and admits what that lets start.
@@ -441,7 +456,7 @@ impl Pool {
             let entry =
                 if opens_file { state.admission.submit(entry).map(|e| Entry { slot: true, ..e }) } else { Some(entry) };
             if let Some(entry) = entry {
-                state.queue.push(entry);
+                state.enqueue(entry);
                 queued = true;
             }
             tickets.push(Ticket { id, cancelled });
@@ -503,6 +518,12 @@ impl Pool {
             entry.job.cancel();
         }
         n
+    }
+
+    /// Forgets keyed flow `key` (its stream has closed) once none of its requests is
+    /// left ([`FairQueue::end_key`]).
+    pub fn end_flow(&self, key: u64) {
+        self.lock().queue.end_key(key);
     }
 
     /// Sets the open-file and byte limits of admission ([`crate::admission`]); `None`
@@ -594,6 +615,7 @@ impl Pool {
             max_bytes_in_flight: state.admission.limits().max_bytes,
             waiting: state.admission.waiting() + state.retry.len(),
             own_threads: self.shared.own_threads.load(Ordering::Relaxed),
+            stream_flows: state.queue.keyed_flows(),
         }
     }
 }
@@ -685,7 +707,11 @@ fn worker(shared: Arc<Shared>) {
             shared.work_ready.notify_one();
         }
         let admitted = match after {
-            After::Ended => 0,
+            After::Ended(turn, bytes) => {
+                state.queue.end(turn, bytes);
+                0
+            }
+            After::PutBack => 0,
             After::Requeue(flow, bytes) => {
                 let (next, admitted) = requeue(&shared, state, flow, bytes);
                 state = next;
@@ -704,9 +730,11 @@ fn worker(shared: Arc<Shared>) {
 enum After {
     /// It has more to do and was not put back yet.
     Requeue(Flow<Entry>, usize),
-    /// It was delivered or cancelled (having given back what it held), or put back
-    /// in the queue already.
-    Ended,
+    /// It was delivered or cancelled (having given back what it held): its turn
+    /// ends, having read this many bytes.
+    Ended(Turn, usize),
+    /// It was put back in the queue already.
+    PutBack,
 }
 
 /// Puts a request that has more to do back in the queue, or where it must wait.
@@ -718,11 +746,18 @@ fn requeue<'a>(
     bytes: usize,
 ) -> (MutexGuard<'a, State>, usize) {
     if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
+        let (entry, turn) = flow.into_parts();
+        state.queue.end(turn, bytes);
         drop(state);
-        finish_cancelled(shared, flow.item);
+        finish_cancelled(shared, entry);
         return (lock(shared), 0);
     }
-    match flow.item.job.wait() {
+    let wait = flow.item.job.wait();
+    if !matches!(wait, Wait::No | Wait::Bytes(_)) {
+        // It leaves the queue: whatever comes of it, this turn ends.
+        state.queue.end(flow.turn(), bytes);
+    }
+    match wait {
         Wait::No => {}
         Wait::OwnThread => {
             let mut entry = flow.item;
@@ -741,6 +776,7 @@ fn requeue<'a>(
             } else {
                 // Wait for the bytes holding nothing: the file closes outside the lock,
                 // then the read joins the queue for memory, oldest first.
+                state.queue.end(flow.turn(), bytes);
                 drop(state);
                 let mut entry = flow.item;
                 entry.job.suspend();
@@ -792,32 +828,29 @@ fn requeue<'a>(
 fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> After {
     if flow.item.cancelled.load(Ordering::Acquire) {
         shared.active.fetch_sub(1, Ordering::Relaxed);
-        finish_cancelled(shared, flow.item);
-        return After::Ended;
+        let (entry, turn) = flow.into_parts();
+        finish_cancelled(shared, entry);
+        return After::Ended(turn, 0);
     }
     if let Some(piece) = may_split.then(|| flow.item.job.split()).flatten() {
-        run_piece(shared, flow, piece);
-        return After::Ended;
+        return run_piece(shared, flow, piece);
     }
-    match step(shared, &mut flow.item) {
-        Stepped::More(bytes) => After::Requeue(flow, bytes),
-        Stepped::Done => {
-            deliver(shared, flow.item, false);
-            After::Ended
-        }
-        Stepped::Panicked => {
-            deliver(shared, flow.item, true);
-            After::Ended
-        }
-    }
+    let stepped = step(shared, &mut flow.item);
+    let (entry, turn) = match stepped {
+        Stepped::More(bytes) => return After::Requeue(flow, bytes),
+        Stepped::Done(_) | Stepped::Panicked => flow.into_parts(),
+    };
+    let bytes = if let Stepped::Done(bytes) = stepped { bytes } else { 0 };
+    deliver(shared, entry, matches!(stepped, Stepped::Panicked));
+    After::Ended(turn, bytes)
 }
 
 /// How a step ended.
 enum Stepped {
     /// More to do; this many bytes were read.
     More(usize),
-    /// The job has its outcome.
-    Done,
+    /// The job has its outcome; the last step read this many bytes.
+    Done(usize),
     /// The step panicked (a bug): the job must fail.
     Panicked,
 }
@@ -834,7 +867,7 @@ fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
     // for admission): it is not a chunk.
     count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
     if step.done {
-        Stepped::Done
+        Stepped::Done(step.bytes)
     } else {
         Stepped::More(step.bytes)
     }
@@ -852,15 +885,16 @@ fn deliver(shared: &Shared, entry: Entry, panicked: bool) {
 
 /// Puts the job back in the queue, charged the piece's bytes, so that the next
 /// worker can take the next piece, then runs the piece.
-fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) {
+fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) -> After {
     let mut state = lock(shared);
     if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
         drop(state);
         // The piece goes first: releasing the job waits for its pieces.
         drop(piece);
         shared.active.fetch_sub(1, Ordering::Relaxed);
-        finish_cancelled(shared, flow.item);
-        return;
+        let (entry, turn) = flow.into_parts();
+        finish_cancelled(shared, entry);
+        return After::Ended(turn, 0);
     }
     state.queue.put_back(flow, piece.bytes);
     state.split_waiting = true;
@@ -873,6 +907,7 @@ fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) {
     let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
     count_chunk(shared, bytes, true);
     let _ = catch_unwind(AssertUnwindSafe(|| drop(piece)));
+    After::PutBack
 }
 
 /// Counts a chunk (step or piece) that read `bytes` as done. Called before the
@@ -915,7 +950,7 @@ fn run_on_own_thread(shared: &Arc<Shared>, entry: Entry) {
                 shared.active.fetch_add(1, Ordering::Relaxed);
                 match step(&shared, &mut entry) {
                     Stepped::More(_) => {}
-                    Stepped::Done => break deliver(&shared, entry, false),
+                    Stepped::Done(_) => break deliver(&shared, entry, false),
                     Stepped::Panicked => break deliver(&shared, entry, true),
                 }
             }
@@ -1005,6 +1040,60 @@ mod tests {
         assert_eq!(events.iter().filter(|e| e.1 == "complete").count(), 4);
         let stats = pool.stats();
         assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (4, 7, 601));
+    }
+
+    /// A one-step job of a keyed flow, like a stream's block.
+    struct Block {
+        name: &'static str,
+        key: u64,
+        log: mpsc::Sender<(&'static str, &'static str)>,
+    }
+
+    impl Job for Block {
+        fn step(&mut self) -> Step {
+            self.log.send((self.name, "step")).unwrap();
+            Step { bytes: 100, done: true }
+        }
+        fn flow(&self) -> Option<u64> {
+            Some(self.key)
+        }
+        fn complete(self: Box<Self>) {}
+        fn cancel(self: Box<Self>) {
+            self.log.send((self.name, "cancel")).unwrap();
+        }
+    }
+
+    #[test]
+    fn blocks_of_one_keyed_flow_share_one_turn() {
+        let pool = Pool::new(1, 100);
+        let (tx, rx) = mpsc::channel();
+        let (open, gate) = mpsc::channel();
+        pool.submit(Box::new(FakeJob { name: "gate", steps: 1, bytes: 1, gate: Some(gate), log: tx.clone() }));
+        let started = Instant::now();
+        while pool.stats().active == 0 {
+            assert!(started.elapsed() < Duration::from_secs(10), "the gate job never started");
+            thread::yield_now();
+        }
+        pool.submit(job("big", 6, &tx));
+        // A stream's six blocks in flight at once: as six requests they would all
+        // go before big's second chunk; as one flow they take turns with it.
+        let tickets: Vec<_> =
+            (0..6).map(|_| pool.submit(Box::new(Block { name: "s", key: 42, log: tx.clone() }))).collect();
+        assert_eq!(pool.stats().queued, 7);
+        open.send(()).unwrap();
+        let steps: Vec<_> =
+            (0..15).map(|_| recv(&rx)).filter(|e| e.1 == "step" && e.0 != "gate").map(|e| e.0).collect();
+        assert_eq!(steps, ["big", "s", "big", "s", "big", "s", "big", "s", "big", "s", "big", "s"]);
+        assert!(!pool.cancel(&tickets[0]), "done already");
+        assert_eq!(pool.stats().stream_flows, 1, "remembered until the stream ends");
+        pool.end_flow(42);
+        // Forgotten once its last block's turn has ended (the worker may still be
+        // on its way back from that block).
+        let ended = Instant::now();
+        while pool.stats().stream_flows > 0 {
+            assert!(ended.elapsed() < Duration::from_secs(10), "the flow is never forgotten");
+            thread::yield_now();
+        }
     }
 
     #[test]
@@ -1487,6 +1576,50 @@ mod loom_tests {
             pool.cancel(&ticket);
             drop(pool);
             let e = ended.load(Ordering::SeqCst);
+            assert!(e == 1 || e == 2, "ended {e}");
+        });
+    }
+
+    /// A one-step block of keyed flow 1.
+    struct KeyedProbe(Probe);
+
+    impl Job for KeyedProbe {
+        fn step(&mut self) -> Step {
+            self.0.step()
+        }
+        fn flow(&self) -> Option<u64> {
+            Some(1)
+        }
+        fn complete(self: Box<Self>) {
+            Box::new(self.0).complete()
+        }
+        fn cancel(self: Box<Self>) {
+            Box::new(self.0).cancel()
+        }
+    }
+
+    /// Two blocks of one stream on two workers, the first cancelled while a worker
+    /// may be reading it: each ends exactly once, the second is read (it never waits
+    /// forever behind a block whose turn was lost), and the flow is forgotten.
+    #[test]
+    fn loom_keyed_flow_with_cancel() {
+        loom::model(|| {
+            let pool = Pool::new(2, 1);
+            let first = Arc::new(AtomicUsize::new(0));
+            let second = Arc::new(AtomicUsize::new(0));
+            let ticket = pool.submit(Box::new(KeyedProbe(Probe { steps: 1, ended: first.clone() })));
+            pool.submit(Box::new(KeyedProbe(Probe { steps: 1, ended: second.clone() })));
+            pool.cancel(&ticket);
+            pool.end_flow(1);
+            while second.load(Ordering::SeqCst) == 0 {
+                loom::thread::yield_now();
+            }
+            assert_eq!(second.load(Ordering::SeqCst), 1, "the second block completes");
+            while pool.stats().stream_flows > 0 {
+                loom::thread::yield_now();
+            }
+            drop(pool);
+            let e = first.load(Ordering::SeqCst);
             assert!(e == 1 || e == 2, "ended {e}");
         });
     }

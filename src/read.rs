@@ -422,7 +422,7 @@ const CANCEL_CHECK_MS: i32 = 20;
 /// Waits until `fd` has data or a hang-up, failing with [`ReadError::Cancelled`] within
 /// [`CANCEL_CHECK_MS`] of a cancellation, so an abort settles a read that waits for a
 /// writer that never comes.
-fn wait_readable(fd: Fd, cancelled: Option<&CancelFlag>) -> Result<(), ReadError> {
+pub(crate) fn wait_readable(fd: Fd, cancelled: Option<&CancelFlag>) -> Result<(), ReadError> {
     loop {
         if cancelled.is_some_and(|c| c.load(crate::loom::sync::atomic::Ordering::Acquire)) {
             return Err(ReadError::Cancelled);

@@ -14,22 +14,66 @@
 //!   To keep a flood of new requests from starving the old ones, at most
 //!   [`NEW_BURST`] chunks of new requests are served in a row while old ones wait.
 //!
+//! * A read stream is many requests (blocks) over its life. They form one *keyed*
+//!   flow ([`FairQueue::push_keyed`]): one place in the rotation and one deficit,
+//!   carried from each block to the next, so that a stream earns what one long
+//!   `readFile` earns, however many blocks it has in flight, and does not come back
+//!   as new (ahead of everyone) with each block.
+//!
 //! A request being read by a worker is *checked out* of the lists (so one request
-//! is never read by two workers at once), and comes back through [`FairQueue::put_back`].
+//! is never read by two workers at once), and comes back through [`FairQueue::put_back`],
+//! or, when it is done, ends its turn through [`FairQueue::end`].
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// How many chunks of new requests may be served in a row while old ones wait.
 pub const NEW_BURST: u32 = 8;
 
-/// A request waiting in the queue, with its credit.
+/// A request checked out of the queue or waiting in it, with its credit.
 #[derive(Debug)]
 pub struct Flow<T> {
     pub item: T,
-    /// Bytes this request may still read before it goes to the back of the line.
+    turn: Turn,
+}
+
+/// A flow's place in the rotation, apart from its request: what [`FairQueue::end`]
+/// needs once the request is gone.
+#[derive(Clone, Copy, Debug)]
+pub struct Turn {
+    /// Bytes it may still read before it goes to the back of the line.
     deficit: i64,
     /// Whether it is still on its first quantum (the *new* list).
     is_new: bool,
+    /// The keyed flow it belongs to ([`FairQueue::push_keyed`]), if any.
+    key: Option<u64>,
+}
+
+impl<T> Flow<T> {
+    /// Splits a checked-out request that is done (or leaves the pool) from its turn,
+    /// which goes back through [`FairQueue::end`].
+    pub fn into_parts(self) -> (T, Turn) {
+        (self.item, self.turn)
+    }
+
+    /// Its turn, for [`FairQueue::end`] when the request leaves the queue to wait.
+    pub fn turn(&self) -> Turn {
+        self.turn
+    }
+}
+
+/// A flow made of many requests one after another (a read stream's blocks): it keeps
+/// one place in the rotation and one deficit for its whole life, so that reading in
+/// many requests earns no more than reading in one.
+#[derive(Debug)]
+struct Keyed<T> {
+    /// Its credit and list while none of its requests is queued.
+    deficit: i64,
+    is_new: bool,
+    /// One of its requests is in the lists or checked out; the others wait here.
+    active: bool,
+    waiting: VecDeque<T>,
+    /// [`FairQueue::end_key`] was called: forget the flow once it is idle.
+    ended: bool,
 }
 
 /// The fair queue of requests. Not thread-safe by itself: the pool holds it under its lock.
@@ -40,11 +84,22 @@ pub struct FairQueue<T> {
     quantum: i64,
     /// Chunks of new requests served in a row while an old one was waiting.
     new_streak: u32,
+    /// Keyed flows by key.
+    keyed: HashMap<u64, Keyed<T>>,
+    /// Requests waiting behind another of their keyed flow.
+    followers: usize,
 }
 
 impl<T> FairQueue<T> {
     pub fn new(quantum: usize) -> Self {
-        FairQueue { new: VecDeque::new(), old: VecDeque::new(), quantum: quantum.max(1) as i64, new_streak: 0 }
+        FairQueue {
+            new: VecDeque::new(),
+            old: VecDeque::new(),
+            quantum: quantum.max(1) as i64,
+            new_streak: 0,
+            keyed: HashMap::new(),
+            followers: 0,
+        }
     }
 
     /// Credit granted per round; normally the chunk size.
@@ -52,21 +107,62 @@ impl<T> FairQueue<T> {
         self.quantum = quantum.max(1) as i64;
     }
 
+    /// Requests queued, including those waiting behind another of their keyed flow.
     pub fn len(&self) -> usize {
-        self.new.len() + self.old.len()
+        self.new.len() + self.old.len() + self.followers
     }
 
+    /// Whether no request can be checked out (a keyed flow's followers wait for the
+    /// one that is checked out, so they do not count).
     pub fn is_empty(&self) -> bool {
         self.new.is_empty() && self.old.is_empty()
     }
 
     /// Adds a request at the back of the new list with one quantum of credit.
     pub fn push(&mut self, item: T) {
-        self.new.push_back(Flow { item, deficit: self.quantum, is_new: true });
+        self.new.push_back(Flow { item, turn: Turn { deficit: self.quantum, is_new: true, key: None } });
     }
 
-    /// Checks out the request that should read next.
+    /// Adds a request to the keyed flow `key`. The flow's first request joins the new
+    /// list like any other; later ones wait behind the one in the rotation, or, if
+    /// the flow was idle, go on with the credit or debt it had: a flow that goes quiet
+    /// between requests does not come back as new with a fresh quantum.
+    pub fn push_keyed(&mut self, item: T, key: u64) {
+        let quantum = self.quantum;
+        let Some(flow) = self.keyed.get_mut(&key) else {
+            self.keyed.insert(
+                key,
+                Keyed { deficit: quantum, is_new: true, active: true, waiting: VecDeque::new(), ended: false },
+            );
+            self.new.push_back(Flow { item, turn: Turn { deficit: quantum, is_new: true, key: Some(key) } });
+            return;
+        };
+        if flow.active {
+            flow.waiting.push_back(item);
+            self.followers += 1;
+            return;
+        }
+        flow.active = true;
+        let turn = Turn { deficit: flow.deficit, is_new: flow.is_new, key: Some(key) };
+        // As if it had never paused: credit left keeps its place at the front of its
+        // list, debt sends it to the back with one more quantum.
+        self.put_back(Flow { item, turn }, 0);
+    }
+
+    /// Checks out the request that should read next. A flow whose credit ran out
+    /// (a step bigger than the quantum, or a smaller quantum since) gets another
+    /// quantum and goes to the back of the line instead.
     pub fn pop(&mut self) -> Option<Flow<T>> {
+        loop {
+            let flow = self.pop_next()?;
+            if flow.turn.deficit > 0 {
+                return Some(flow);
+            }
+            self.put_back(flow, 0);
+        }
+    }
+
+    fn pop_next(&mut self) -> Option<Flow<T>> {
         if self.old.is_empty() {
             self.new_streak = 0;
             return self.new.pop_front();
@@ -103,39 +199,79 @@ impl<T> FairQueue<T> {
 
     /// Returns a checked-out request that read `spent` bytes and has more to read.
     pub fn put_back(&mut self, mut flow: Flow<T>, spent: usize) {
-        flow.deficit -= spent as i64;
-        if flow.deficit > 0 {
+        flow.turn.deficit -= spent as i64;
+        if flow.turn.deficit > 0 {
             // Credit left: it keeps its place at the front of its list.
-            if flow.is_new {
+            if flow.turn.is_new {
                 self.new.push_front(flow);
             } else {
                 self.old.push_front(flow);
             }
         } else {
-            flow.deficit += self.quantum;
-            flow.is_new = false;
+            flow.turn.deficit += self.quantum;
+            flow.turn.is_new = false;
             self.old.push_back(flow);
         }
     }
 
-    /// Removes the first waiting request that matches `pred`.
-    pub fn remove(&mut self, mut pred: impl FnMut(&T) -> bool) -> Option<T> {
-        for list in [&mut self.new, &mut self.old] {
-            if let Some(i) = list.iter().position(|f| pred(&f.item)) {
-                return list.remove(i).map(|f| f.item);
-            }
+    /// Ends the turn of a checked-out request that is done (or left the pool) after
+    /// reading `spent` bytes. A keyed flow's next request takes its place with the
+    /// credit left, as if one request had read on; an idle keyed flow keeps its credit
+    /// for the next. Other requests' turns just end.
+    pub fn end(&mut self, mut turn: Turn, spent: usize) {
+        let Some(key) = turn.key else { return };
+        let Some(flow) = self.keyed.get_mut(&key) else { return };
+        turn.deficit -= spent as i64;
+        if let Some(item) = flow.waiting.pop_front() {
+            self.followers -= 1;
+            self.put_back(Flow { item, turn }, 0);
+            return;
         }
-        None
+        flow.active = false;
+        flow.deficit = turn.deficit;
+        flow.is_new = turn.is_new && turn.deficit > 0;
+        if flow.ended {
+            self.keyed.remove(&key);
+        }
+    }
+
+    /// Forgets keyed flow `key` (its stream has closed) once no request of it is left.
+    pub fn end_key(&mut self, key: u64) {
+        match self.keyed.get_mut(&key) {
+            Some(flow) if flow.active => flow.ended = true,
+            Some(_) => {
+                self.keyed.remove(&key);
+            }
+            None => {}
+        }
     }
 
     /// Removes every waiting request that matches `pred`, in one pass; the others
-    /// keep their order and credit.
+    /// keep their order and credit. A keyed flow whose queued request is removed
+    /// passes its turn to its next request.
     pub fn remove_all(&mut self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut removed = Vec::new();
+        if self.followers > 0 {
+            for flow in self.keyed.values_mut() {
+                let before = flow.waiting.len();
+                let mut kept = VecDeque::with_capacity(before);
+                for item in flow.waiting.drain(..) {
+                    if pred(&item) {
+                        removed.push(item);
+                    } else {
+                        kept.push_back(item);
+                    }
+                }
+                self.followers -= before - kept.len();
+                flow.waiting = kept;
+            }
+        }
+        let mut ended = Vec::new();
         for list in [&mut self.new, &mut self.old] {
             let mut kept = VecDeque::with_capacity(list.len());
             for flow in list.drain(..) {
                 if pred(&flow.item) {
+                    ended.push(flow.turn);
                     removed.push(flow.item);
                 } else {
                     kept.push_back(flow);
@@ -143,12 +279,25 @@ impl<T> FairQueue<T> {
             }
             *list = kept;
         }
+        for turn in ended {
+            self.end(turn, 0);
+        }
         removed
     }
 
-    /// Removes every waiting request.
+    /// Removes every waiting request, and forgets every keyed flow.
     pub fn drain(&mut self) -> Vec<T> {
-        self.new.drain(..).chain(self.old.drain(..)).map(|f| f.item).collect()
+        let mut all: Vec<T> = self.new.drain(..).chain(self.old.drain(..)).map(|f| f.item).collect();
+        for (_, flow) in self.keyed.drain() {
+            all.extend(flow.waiting);
+        }
+        self.followers = 0;
+        all
+    }
+
+    /// Keyed flows remembered (for tests: each is forgotten after `end_key`).
+    pub fn keyed_flows(&self) -> usize {
+        self.keyed.len()
     }
 }
 
@@ -248,13 +397,176 @@ mod tests {
         assert_eq!(q.pop().unwrap().item, 2);
     }
 
+    /// Serves with one worker: request "big" (`big` bytes in one readFile) and a
+    /// keyed flow of `blocks` requests of `block` bytes, `ahead` of them queued at
+    /// once (a stream's read-ahead), each read in steps of at most `chunk`. Returns
+    /// the bytes the stream had read when the big request finished.
+    fn stream_beside_one_read(
+        quantum: usize,
+        chunk: usize,
+        big: usize,
+        block: usize,
+        blocks: usize,
+        ahead: usize,
+    ) -> usize {
+        #[derive(Debug)]
+        enum Req {
+            Big(usize),
+            Block(usize),
+        }
+        let mut q = FairQueue::new(quantum);
+        q.push(Req::Big(big));
+        let mut issued = 0;
+        while issued < ahead.min(blocks) {
+            q.push_keyed(Req::Block(block), 7);
+            issued += 1;
+        }
+        let mut stream_bytes = 0;
+        while let Some(mut flow) = q.pop() {
+            let left = match &mut flow.item {
+                Req::Big(left) | Req::Block(left) => left,
+            };
+            let n = chunk.min(*left);
+            *left -= n;
+            let done = *left == 0;
+            let is_block = matches!(flow.item, Req::Block(_));
+            if is_block {
+                stream_bytes += n;
+            }
+            if !done {
+                q.put_back(flow, n);
+                continue;
+            }
+            if !is_block {
+                return stream_bytes;
+            }
+            let (_, turn) = flow.into_parts();
+            q.end(turn, n);
+            if issued < blocks {
+                q.push_keyed(Req::Block(block), 7);
+                issued += 1;
+            }
+        }
+        unreachable!("the big request finishes")
+    }
+
+    #[test]
+    fn a_stream_is_one_flow_however_many_blocks_it_has_in_flight() {
+        let mib = 1 << 20;
+        for ahead in [1, 4, 16] {
+            for block in [64 * 1024, 512 * 1024, mib] {
+                let stream = stream_beside_one_read(512 * 1024, 512 * 1024, 16 * mib, block, 1000, ahead);
+                // Equal shares: the stream has read about as much as the big read (16
+                // MiB), within one quantum and one block either way.
+                let diff = stream.abs_diff(16 * mib);
+                assert!(diff <= 512 * 1024 + block, "ahead {ahead}, block {block}: stream read {stream}");
+            }
+        }
+    }
+
+    #[test]
+    fn unkeyed_blocks_would_each_take_a_share() {
+        // The fault keyed flows fix, shown with the same numbers: four blocks in
+        // flight as four flows read about four times the big read's bytes.
+        let mut q = FairQueue::new(10);
+        q.push(0usize);
+        for i in 1..=4 {
+            q.push(i);
+        }
+        let mut served = [0usize; 5];
+        for _ in 0..50 {
+            let f = q.pop().unwrap();
+            served[f.item] += 10;
+            q.put_back(f, 10);
+        }
+        assert_eq!(served[1..].iter().sum::<usize>(), 4 * served[0]);
+        // The same four as one keyed flow: one share.
+        let mut q = FairQueue::new(10);
+        q.push(0usize);
+        for i in 1..=4 {
+            q.push_keyed(i, 1);
+        }
+        assert_eq!(q.len(), 5, "followers count as queued");
+        let mut served = [0usize; 2];
+        for _ in 0..50 {
+            let f = q.pop().unwrap();
+            served[(f.item > 0) as usize] += 10;
+            q.put_back(f, 10);
+        }
+        assert_eq!(served[0], served[1]);
+    }
+
+    #[test]
+    fn an_idle_keyed_flow_comes_back_old_with_its_debt() {
+        let mut q = FairQueue::new(10);
+        q.push_keyed(1, 5);
+        let f = q.pop().unwrap();
+        assert!(f.turn.is_new, "a stream's first block is new, like any request");
+        let (_, turn) = f.into_parts();
+        q.end(turn, 14); // overdrew by 4
+        q.push(2); // a new request
+        q.push_keyed(3, 5); // the stream's next block
+        let f = q.pop().unwrap();
+        assert_eq!(f.item, 2, "the new request goes first");
+        let f = q.pop().unwrap();
+        assert_eq!(f.item, 3);
+        assert!(!f.turn.is_new);
+        assert_eq!(f.turn.deficit, 6, "one quantum less the debt");
+        let (_, turn) = f.into_parts();
+        q.end(turn, 2);
+        q.push(4);
+        q.push_keyed(5, 5);
+        assert_eq!(q.pop().unwrap().item, 4, "new requests first");
+        let f = q.pop().unwrap();
+        assert_eq!((f.item, f.turn.deficit), (5, 4), "the credit left, not a fresh quantum");
+    }
+
+    #[test]
+    fn pop_never_serves_a_flow_without_credit() {
+        let mut q = FairQueue::new(10);
+        q.push(1);
+        q.push(2);
+        let f = q.pop().unwrap();
+        q.put_back(f, 30); // a step of three quanta: deficit 10 - 30 + 10 = -10
+        let f = q.pop().unwrap();
+        assert_eq!(f.item, 2);
+        q.put_back(f, 10);
+        let f = q.pop().unwrap();
+        assert_eq!(f.item, 2, "1 is still in debt after one more quantum");
+        assert_eq!(f.turn.deficit, 10);
+    }
+
+    #[test]
+    fn removing_a_keyed_request_passes_the_turn_and_end_key_forgets_the_flow() {
+        let mut q = FairQueue::new(10);
+        for i in 1..=3 {
+            q.push_keyed(i, 9);
+        }
+        assert_eq!(q.remove_all(|&i| i == 1 || i == 3), vec![3, 1], "followers first, then the lists");
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop().unwrap().item, 2, "2 took the place of 1");
+        q.end_key(9);
+        assert_eq!(q.keyed_flows(), 1, "kept while a request of it is checked out");
+        let mut q2 = FairQueue::new(10);
+        q2.push_keyed(1, 9);
+        let f = q2.pop().unwrap();
+        q2.end_key(9);
+        q2.end(f.into_parts().1, 1);
+        assert_eq!(q2.keyed_flows(), 0, "forgotten once idle");
+        q2.push_keyed(4, 8);
+        q2.end_key(8);
+        assert_eq!(q2.keyed_flows(), 1);
+        assert_eq!(q2.drain(), vec![4]);
+        assert_eq!(q2.keyed_flows(), 0);
+    }
+
     #[test]
     fn remove_takes_a_waiting_request_out() {
         let mut q = FairQueue::new(10);
         q.push(1);
         q.push(2);
-        assert_eq!(q.remove(|&i| i == 2), Some(2));
-        assert_eq!(q.remove(|&i| i == 2), None);
+        assert_eq!(q.remove_all(|&i| i == 2), vec![2]);
+        assert_eq!(q.remove_all(|&i| i == 2), Vec::<i32>::new());
         assert_eq!(q.len(), 1);
         assert_eq!(q.drain(), vec![1]);
         assert!(q.is_empty());

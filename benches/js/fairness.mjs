@@ -4,7 +4,7 @@
 
 import path from 'node:path'
 import {
-  KiB, MiB, readers, checkLength, interleave, loops, msSince, percentile, median, sleep,
+  fairfs, fs, KiB, MiB, readers, checkLength, interleave, loops, msSince, percentile, median, sleep,
   makeTmpDir, removeTmpDir, writeFilled, fmtSize, fmtNum, fmtRatio,
 } from './common.mjs'
 
@@ -32,6 +32,45 @@ function probe(issueSmall, probeMs) {
   })
 }
 
+const STREAM_READERS = 4
+// Small enough that all four readFiles fit under admission's default 64 MiB of bytes
+// in flight at once, so that every reader is in the rotation all the time.
+const STREAM_READ_SIZE = 8 * MiB
+const streamers = {
+  'fairfs-cb': (file, options) => fairfs.createReadStream(file, options),
+  'node-cb': (file, options) => fs.createReadStream(file, options),
+}
+
+/**
+ * One stream reads `file` over and over next to STREAM_READERS loops of readFile of
+ * `big`, for `ms`. Resolves the stream's MiB/s and each readFile loop's MiB/s: with
+ * one flow per reader, a fair scheduler gives the stream one loop's share.
+ */
+async function streamBeside(side, file, big, bigSize, ms) {
+  let on = true
+  const load = loops(STREAM_READERS, readers[side](big, null, (d) => checkLength(d, bigSize)), () => on)
+  const t0 = process.hrtime.bigint()
+  let streamed = 0
+  while (on) {
+    await new Promise((resolve, reject) => {
+      const s = streamers[side](file)
+      s.on('data', (c) => {
+        streamed += c.length
+        if (msSince(t0) >= ms) {
+          on = false
+          s.destroy()
+          resolve()
+        }
+      })
+      s.on('error', reject)
+      s.on('end', resolve)
+    })
+  }
+  const streamSeconds = msSince(t0) / 1000
+  const { ops, seconds } = await load
+  return { streamMiBPerSec: streamed / MiB / streamSeconds, readerMiBPerSec: (ops * bigSize) / MiB / seconds / STREAM_READERS }
+}
+
 const summarize = (xs) => ({ n: xs.length, p50: percentile(xs, 50), p90: percentile(xs, 90), p99: percentile(xs, 99), max: percentile(xs, 100) })
 
 export async function run({ quick, progress }) {
@@ -43,6 +82,7 @@ export async function run({ quick, progress }) {
   const big = path.join(dir, 'big.bin')
   const latencies = {}
   let loadMiBPerSec
+  let shares
   try {
     writeFilled(small, KiB, 's')
     progress(`writing ${fmtSize(bigSize)} file`)
@@ -64,6 +104,12 @@ export async function run({ quick, progress }) {
       latencies[condition] = Object.fromEntries(SIDES.map((s) => [s, samples[s].flatMap((x) => x.latencies)]))
       if (loaded) loadMiBPerSec = Object.fromEntries(SIDES.map((s) => [s, samples[s].map((x) => x.loadMiBPerSec)]))
     }
+    const streamed = path.join(dir, 'streamed.bin')
+    const mid = path.join(dir, 'mid.bin')
+    writeFilled(streamed, bigSize, 't')
+    writeFilled(mid, STREAM_READ_SIZE, 'm')
+    shares = await interleave(Object.keys(streamers), rounds, (side) => streamBeside(side, streamed, mid, STREAM_READ_SIZE, probeMs),
+      (p) => progress(`stream share ${p}`))
   } finally {
     removeTmpDir(dir)
   }
@@ -95,6 +141,15 @@ export async function run({ quick, progress }) {
       columns: ['reader', 'idle p50', 'idle p99', 'loaded p50', 'loaded p99', 'loaded samples', 'big reads MiB/s',
         'loaded p50: node ÷ fairfs', 'loaded p99: node ÷ fairfs'],
       rows,
+    }, {
+      caption: `one createReadStream (64 KiB highWaterMark) of ${fmtSize(bigSize)} next to ${STREAM_READERS} looping readFiles of ${fmtSize(STREAM_READ_SIZE)}, ` +
+        `${probeMs} ms per side and round, medians; a fair share is 1.00× (the stream is one reader among ${STREAM_READERS + 1})`,
+      columns: ['reader', 'stream MiB/s', 'each readFile MiB/s', 'stream share ÷ fair share'],
+      rows: Object.entries(shares).map(([side, xs]) => {
+        const stream = median(xs.map((x) => x.streamMiBPerSec))
+        const each = median(xs.map((x) => x.readerMiBPerSec))
+        return [side.replace('-cb', ''), fmtNum(stream), fmtNum(each), fmtRatio(stream / each)]
+      }),
     }],
     ratios,
     // Percentile summaries rather than every sample: an idle probe yields tens of thousands.
@@ -103,6 +158,7 @@ export async function run({ quick, progress }) {
         Object.entries(bySide).map(([side, xs]) => [side, summarize(xs)]),
       )])),
       loadMiBPerSec,
+      streamShares: shares,
     },
   }
 }
