@@ -15,10 +15,39 @@
 //! call is a miss and every read goes through the pool.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 use crate::sys;
+
+/// Set once `openat2(RESOLVE_CACHED)` has answered `ENOSYS` (no openat2, before Linux
+/// 5.6) or `EINVAL` (no `RESOLVE_CACHED`, before 5.12): the kernel will never serve the
+/// fast path, so it is not asked again on every read.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+static KERNEL_LACKS_OPENAT2: AtomicBool = AtomicBool::new(false);
+
+/// Opens through `open_cached` unless the kernel has shown it lacks the call
+/// (`lacks`), which an `ENOSYS` or `EINVAL` answer records.
+#[cfg_attr(not(all(target_os = "linux", not(fairfs_portable))), allow(dead_code))]
+fn open_unless_lacking(
+    lacks: &AtomicBool,
+    open_cached: impl FnOnce() -> Result<crate::sys::Fd, crate::error::FsError>,
+) -> Option<crate::sys::Fd> {
+    if lacks.load(Ordering::Relaxed) {
+        return None;
+    }
+    match open_cached() {
+        Ok(fd) => Some(fd),
+        Err(e) => {
+            #[cfg(unix)]
+            if e.os == libc::ENOSYS || e.os == libc::EINVAL {
+                lacks.store(true, Ordering::Relaxed);
+            }
+            let _ = e;
+            None
+        }
+    }
+}
 
 /// Hits and misses of the fast path, process-wide.
 pub static HITS: AtomicU64 = AtomicU64::new(0);
@@ -52,7 +81,8 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     // O_NONBLOCK: opening a FIFO must not wait for a writer here (the files we
     // read are regular, where it changes nothing); O_NOCTTY: a tty must not become
     // the controlling terminal.
-    let Ok(fd) = sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY) else { return Cached::Miss };
+    let open = || sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY);
+    let Some(fd) = open_unless_lacking(&KERNEL_LACKS_OPENAT2, open) else { return Cached::Miss };
     let st = match sys::fstat(fd) {
         Ok(st) if !st.is_regular => return Cached::Opened(fd),
         Ok(st) => st,
@@ -123,6 +153,32 @@ mod tests {
             other => assert!(sys::open_cached(&c(&fifo), libc::O_RDONLY | libc::O_NONBLOCK).is_err(), "{other:?}"),
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_kernel_without_openat2_is_asked_once() {
+        use crate::error::{FsError, Syscall};
+        let lacks = AtomicBool::new(false);
+        let calls = std::cell::Cell::new(0);
+        let answer = |errno| {
+            calls.set(calls.get() + 1);
+            Err(FsError::new(errno, Syscall::Open))
+        };
+        // A cold lookup or a missing file says nothing about the kernel.
+        for errno in [libc::EAGAIN, libc::ENOENT, libc::EACCES] {
+            assert_eq!(open_unless_lacking(&lacks, || answer(errno)), None);
+        }
+        assert_eq!(calls.get(), 3);
+        assert!(!lacks.load(Ordering::Relaxed));
+        assert_eq!(open_unless_lacking(&lacks, || Ok(7)), Some(7));
+        for errno in [libc::ENOSYS, libc::EINVAL] {
+            let lacks = AtomicBool::new(false);
+            calls.set(0);
+            assert_eq!(open_unless_lacking(&lacks, || answer(errno)), None);
+            assert_eq!(open_unless_lacking(&lacks, || answer(errno)), None);
+            assert_eq!(calls.get(), 1, "errno {errno}: asked once, then remembered");
+        }
     }
 
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
