@@ -65,10 +65,16 @@ export interface PoolStats {
   chunkSize: number
   nice: number
   /**
-   * Big files read at once: all cores but one, at least one (a lone big file may
-   * still use every thread).
+   * Big files read at once now: every thread while no thread waits for a CPU, fewer
+   * while some do (Linux; elsewhere cores - 1); and the most it may reach.
    */
   largeLimit: number
+  largeLimitMax: number
+  /** Whether the limit adapts; else it is fixed at cores - 1. */
+  largeLimitAdaptive: boolean
+  /** Times the big-read limit went down (threads waited for a CPU) and up. */
+  largeBackoffs: number
+  largeProbes: number
   /** Files held open by admitted reads, and the most allowed. */
   openFiles: number
   maxOpenFiles: number

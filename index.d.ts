@@ -90,7 +90,8 @@ export interface ConfigureOptions {
   readAhead?: number
   /** Nice value of pool threads, -20..19 (default 5; Linux). */
   nice?: number
-  /** Files over one chunk read at once, 0..1024; 0 = the default, the machine's cores minus one. */
+  /** The most files over one chunk read at once, 0..1024; 0 = the default, the pool's threads.
+   *  Below it the limit adapts: every thread while nothing else wants the CPU, fewer while something does (Linux). */
   largeLimit?: number
   /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
   maxLength?: number
@@ -119,8 +120,16 @@ export interface NativeStats {
   chunksRead: number
   chunkSize: number
   nice: number
-  /** Big files read at once: the machine's cores minus one, at least one. */
+  /** Big files read at once now: every thread while nothing else wants the CPU, down to one while
+   *  other threads or processes, or a crowded event loop, do (Linux; elsewhere the cores minus one). */
   largeLimit: number
+  /** The most it may reach: the threads, or `configure({ largeLimit })`. */
+  largeLimitMax: number
+  /** Whether it adapts (false where there is no signal: it stays at the cores minus one). */
+  largeLimitAdaptive: boolean
+  /** Times it went down because others wanted the CPU, and up because they did not. */
+  largeBackoffs: number
+  largeProbes: number
   /** Files held open by the pool's reads now, and the most allowed. */
   openFiles: number
   maxOpenFiles: number

@@ -1,18 +1,28 @@
 // configure() and stats(): the pool is resizable at runtime, bad values change nothing.
 import os from 'node:os'
 import test from 'ava'
-import { fairfs, isNative, nativeOnly, makeFile } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, makeFile, portable } from './helpers.mjs'
 
-/** What largeLimit must be: one core left to the event loop and libuv, at least one. */
-const expectedLargeLimit = (threads) => Math.max(1, Math.min(threads, os.availableParallelism() - 1))
+/** Without a contention signal (the portable build) the big-read limit is fixed at
+ *  one core left to the event loop and libuv, at least one. */
+const fixedLargeLimit = (threads) => Math.max(1, Math.min(threads, os.availableParallelism() - 1))
+
+/** Big-read limits: the current one within 1..largeLimitMax, which is `max`. */
+function checkLargeLimits(t, stats, max) {
+  t.is(stats.largeLimitMax, max)
+  t.true(stats.largeLimit >= 1 && stats.largeLimit <= max, `largeLimit ${stats.largeLimit} within 1..${max}`)
+  if (!stats.largeLimitAdaptive) t.is(stats.largeLimit, Math.min(max, fixedLargeLimit(stats.threads)))
+}
 
 nativeOnly(test.serial)('stats() reports the pool and counts reads', async (t) => {
   const { path } = makeFile(3 * 512 * 1024 + 10)
   const before = fairfs.stats()
-  for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize', 'largeLimit']) {
+  for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize', 'largeLimit',
+    'largeLimitMax', 'largeBackoffs', 'largeProbes']) {
     t.is(typeof before[key], 'number', key)
   }
-  t.is(before.largeLimit, expectedLargeLimit(before.threads))
+  t.is(before.largeLimitAdaptive, !portable, 'the big-read limit adapts wherever /proc tells who uses the CPU')
+  checkLargeLimits(t, before, before.threads)
   await fairfs.readFile(path)
   const after = fairfs.stats()
   t.is(after.completed, before.completed + 1)
@@ -26,23 +36,26 @@ nativeOnly(test.serial)('configure() resizes the pool while reads are in flight'
   const files = Array.from({ length: 20 }, () => makeFile(2 * 1024 * 1024))
   const reads = files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))
   fairfs.configure({ threads: 1 })
-  t.like(fairfs.stats(), { threads: 1, largeLimit: 1 })
+  t.like(fairfs.stats(), { threads: 1, largeLimit: 1, largeLimitMax: 1 })
   fairfs.configure({ threads: 8, chunkSize: 64 * 1024 })
-  t.like(fairfs.stats(), { threads: 8, chunkSize: 64 * 1024, largeLimit: expectedLargeLimit(8) })
+  t.like(fairfs.stats(), { threads: 8, chunkSize: 64 * 1024 })
+  checkLargeLimits(t, fairfs.stats(), 8)
   t.deepEqual(await Promise.all(reads), files.map(() => true))
   fairfs.configure({ threads: 4, chunkSize: 512 * 1024 })
   t.like(fairfs.stats(), { threads: 4, chunkSize: 512 * 1024 })
 })
 
-nativeOnly(test.serial)('configure({ largeLimit }) sets how many big files are read at once, within the pool', async (t) => {
+nativeOnly(test.serial)('configure({ largeLimit }) caps how many big files are read at once, within the pool', async (t) => {
   fairfs.configure({ largeLimit: 3 })
-  t.is(fairfs.stats().largeLimit, 3)
+  checkLargeLimits(t, fairfs.stats(), 3)
+  fairfs.configure({ largeLimit: 1 })
+  t.like(fairfs.stats(), { largeLimit: 1, largeLimitMax: 1 }, 'a cap of one is one')
   fairfs.configure({ largeLimit: 9 })
-  t.is(fairfs.stats().largeLimit, 4, 'never more than the threads')
+  checkLargeLimits(t, fairfs.stats(), 4) // never more than the threads
   const files = Array.from({ length: 6 }, () => makeFile(3 * 1024 * 1024))
   t.deepEqual(await Promise.all(files.map(({ path, data }) => fairfs.readFile(path).then((got) => got.equals(data)))), files.map(() => true))
   fairfs.configure({ largeLimit: 0 })
-  t.is(fairfs.stats().largeLimit, expectedLargeLimit(4), '0 is the default again')
+  checkLargeLimits(t, fairfs.stats(), 4) // 0: no cap but the threads again
 })
 
 const invalid = [
@@ -63,7 +76,7 @@ const invalid = [
 ]
 
 /** The settings a failed configure() must leave alone (on the node backend: what it recorded). */
-const settings = ({ threads, chunkSize, largeLimit, configured }) => (isNative ? { threads, chunkSize, largeLimit } : configured)
+const settings = ({ threads, chunkSize, largeLimitMax, configured }) => (isNative ? { threads, chunkSize, largeLimitMax } : configured)
 
 for (const [options, Class, code] of invalid) {
   test.serial(`configure(${JSON.stringify(options)}) throws ${code} and keeps the old settings`, (t) => {

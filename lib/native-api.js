@@ -270,9 +270,11 @@ let fastPath = true
  * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
  * which reads fail with ERR_FS_FILE_TOO_LARGE; `maxUnsizedLength` (0..MAX_LENGTH, per
  * thread, default 2 GiB - 1 on every Node line) caps a result from a source of unknown
- * size (a pipe, FIFO, device), which may never end; `largeLimit` (0..1024) is how many files
- * over one chunk are read at once (0: the default, the machine's cores minus one, so
- * that a core stays free for the event loop and libuv's threads); `fastPath` (default
+ * size (a pipe, FIFO, device), which may never end; `largeLimit` (0..1024) caps how many
+ * files over one chunk are read at once (0: the default, the pool's threads); below the
+ * cap the limit adapts on Linux: every thread while nothing else wants the CPU, fewer
+ * while other threads, other processes or a crowded event loop do (src/contention.rs),
+ * and elsewhere it is the machine's cores minus one; `fastPath` (default
  * true) lets small, fully cached files be read on the calling thread without blocking
  * (Linux 5.12+); `maxOpenFiles` (1..2^20, default a quarter of RLIMIT_NOFILE, at most
  * 1024) and `maxBytesInFlight` (default 64 MiB) are admission's limits: reads beyond

@@ -7,6 +7,7 @@
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`admission`]: how many reads may hold open files and result memory at once;
+//! * [`contention`]: how many big files are read at once, from whether threads wait for a CPU;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
@@ -19,6 +20,7 @@ pub mod admission;
 pub mod buffer_pool;
 pub mod cached;
 pub mod chunk;
+pub mod contention;
 pub mod error;
 mod loom;
 pub mod pack;

@@ -452,9 +452,15 @@ pub struct PoolStats {
     pub chunks_read: f64,
     pub chunk_size: u32,
     pub nice: i32,
-    /// Big files read at once: all cores but one, at least one (a lone big file may
-    /// still use every thread).
+    /// Big files read at once now: every thread while no thread waits for a CPU, fewer
+    /// while some do (Linux; elsewhere cores - 1); and the most it may reach.
     pub large_limit: u32,
+    pub large_limit_max: u32,
+    /// Whether the limit adapts; else it is fixed at cores - 1.
+    pub large_limit_adaptive: bool,
+    /// Times the big-read limit went down (threads waited for a CPU) and up.
+    pub large_backoffs: f64,
+    pub large_probes: f64,
     /// Files held open by admitted reads, and the most allowed.
     pub open_files: u32,
     pub max_open_files: u32,
@@ -497,6 +503,10 @@ pub fn stats() -> PoolStats {
         chunk_size: s.chunk_size as u32,
         nice: s.nice,
         large_limit: s.large_limit as u32,
+        large_limit_max: s.large_limit_max as u32,
+        large_limit_adaptive: s.large_limit_adaptive,
+        large_backoffs: s.large_backoffs as f64,
+        large_probes: s.large_probes as f64,
         open_files: s.open_files as u32,
         max_open_files: s.max_open_files as u32,
         bytes_in_flight: s.bytes_in_flight as f64,

@@ -18,10 +18,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, Limits, Wait};
+use crate::contention::{self, Demand, Governor};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::loom::thread;
 use crate::scheduler::{FairQueue, Flow, Turn};
+use crate::sys::CpuSnapshot;
 
 /// Default number of worker threads, the same as libuv's pool.
 pub const DEFAULT_THREADS: usize = 4;
@@ -29,7 +31,7 @@ pub const DEFAULT_THREADS: usize = 4;
 pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
 /// Default nice value of worker threads: below the event loop and libuv's threads,
 /// so that JS, zlib and crypto win when they compete with reads for CPU. Not lower:
-/// once [`large_limit`] leaves a core free, the one worker copying big files is what
+/// once the big-read limit ([`crate::contention`]) leaves a core free, the one worker copying big files is what
 /// a lower priority slows (next to zlib and ten 16 MiB readers, in three A/B runs,
 /// nice 10 gave 68–70% of zlib's speed and 268–278 reads/s, nice 5 70–73% and
 /// 282–306, nice 0 72–74% and 298–312).
@@ -84,8 +86,8 @@ pub trait Job: Send + 'static {
     fn split(&mut self) -> Option<Piece> {
         None
     }
-    /// Whether this job copies more than one chunk (a big file): at most
-    /// [`large_limit`] of these are read at once.
+    /// Whether this job copies more than one chunk (a big file): at most the
+    /// governor's limit of these are read at once ([`crate::contention`]).
     fn is_large(&self) -> bool {
         false
     }
@@ -158,9 +160,17 @@ pub struct Stats {
     pub chunk_size: usize,
     /// The nice value workers are asked to run at.
     pub nice: i32,
-    /// Big files read at once: one core is left to the event loop and libuv's
-    /// threads ([`large_limit`]); a lone big file may still use every worker.
+    /// Big files read at once now ([`crate::contention`]): every worker while nothing
+    /// else wants the CPU, fewer while something does; and the most it may reach (the
+    /// threads, or `largeLimit` if set). Without a contention signal it stays at
+    /// cores − 1, and a lone big file may still use every worker.
     pub large_limit: usize,
+    pub large_limit_max: usize,
+    /// Whether the limit adapts ([`crate::contention`]); else it is fixed.
+    pub large_limit_adaptive: bool,
+    /// Times the limit went down because threads waited for a CPU, and up because none did.
+    pub large_backoffs: u64,
+    pub large_probes: u64,
     /// Files held open by admitted reads, and the most allowed ([`crate::admission`]).
     pub open_files: usize,
     pub max_open_files: usize,
@@ -220,18 +230,10 @@ pub fn default_limits() -> Limits {
     }
 }
 
-/// How many big files the pool reads at once with `threads` workers: all but one of
-/// the machine's cores, at least one. Reading a cached file is copying memory, and on
-/// a small machine each worker copying at the same time takes CPU, memory bandwidth
-/// and cache from the event loop and libuv's threads: on the README's 2-core machine,
-/// with ten 16 MiB readers next to a zlib loop, 4 workers left zlib 23% of its speed,
-/// 4 workers at nice 19 or even `SCHED_IDLE` 27–31%, and 1 worker 64–74%, with no
-/// fewer reads. Priority does not give the core back; leaving it free does.
-/// A lone big file may still be split over every worker, where nothing else waits,
-/// and small files (syscalls more than copying) may use every worker.
-pub fn large_limit(threads: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    threads.min(cores.saturating_sub(1)).max(1)
+/// Whether this machine tells threads' waiting time, so the big-read limit can adapt
+/// (not under loom, whose models must not depend on timing).
+fn contention_signal() -> bool {
+    !cfg!(fairfs_loom) && crate::sys::cpu_snapshot().is_some()
 }
 
 /// State under the pool's lock.
@@ -250,11 +252,13 @@ struct State {
     idle: usize,
     /// Workers running a step or piece of a large job right now.
     large_busy: usize,
-    /// How many may, unless they help with a lone request ([`large_limit`], or what
-    /// `large_limit_set` asks for), within `1..=target_threads`.
-    large_limit: usize,
-    /// The limit set by [`Pool::set_large_limit`], if any.
+    /// How many may ([`crate::contention`]).
+    governor: Governor,
+    /// The limit set by [`Pool::set_large_limit`], if any: the governor's most.
     large_limit_set: Option<usize>,
+    /// The governor's last CPU snapshot and when it was taken; a worker is taking one.
+    looked_at: Option<(Instant, CpuSnapshot)>,
+    looking: bool,
     /// The request last put back was split, so more workers may help with it.
     split_waiting: bool,
     /// The chunk size new requests use, also the DRR quantum.
@@ -278,14 +282,18 @@ struct State {
 
 impl State {
     fn update_large_limit(&mut self) {
-        let limit = self.large_limit_set.unwrap_or_else(|| large_limit(self.target_threads));
-        self.large_limit = limit.clamp(1, self.target_threads.max(1));
+        let threads = self.target_threads.max(1);
+        let max = self.large_limit_set.unwrap_or(threads).clamp(1, threads);
+        let fixed = self.large_limit_set.unwrap_or_else(|| contention::fixed_limit(threads));
+        self.governor.set_max(max, fixed);
     }
 
-    /// Whether a free worker may check out a large job: within the limit, or to help
-    /// with a lone request that is being split.
+    /// Whether a free worker may check out a large job: within the governor's limit;
+    /// without a signal, also to help with a lone request that is being split (the
+    /// adaptive limit covers that case itself).
     fn large_ok(&self) -> bool {
-        self.large_busy < self.large_limit || (self.split_waiting && self.queue.len() == 1)
+        self.large_busy < self.governor.limit()
+            || (!self.governor.is_adaptive() && self.split_waiting && self.queue.len() == 1)
     }
 
     /// Moves the reads admission now lets start into the queue; returns how many.
@@ -388,8 +396,10 @@ impl Pool {
                 busy: 0,
                 idle: 0,
                 large_busy: 0,
-                large_limit: 1,
+                governor: Governor::new(1, 1, contention_signal()),
                 large_limit_set: None,
+                looked_at: None,
+                looking: false,
                 split_waiting: false,
                 chunk_size,
                 nice: DEFAULT_NICE,
@@ -582,7 +592,7 @@ impl Pool {
     }
 
     /// Sets how many big files may be read at once (within the pool's size), or goes
-    /// back to the default ([`large_limit`]) with `None`.
+    /// back to the default (adaptive up to every thread, [`crate::contention`]) with `None`.
     pub fn set_large_limit(&self, limit: Option<usize>) {
         let mut state = self.lock();
         state.large_limit_set = limit;
@@ -608,7 +618,11 @@ impl Pool {
             chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
             chunk_size: state.chunk_size,
             nice: state.nice,
-            large_limit: state.large_limit,
+            large_limit: state.governor.limit(),
+            large_limit_max: state.governor.max(),
+            large_limit_adaptive: state.governor.is_adaptive(),
+            large_backoffs: state.governor.backed_off,
+            large_probes: state.governor.probed,
             open_files: state.admission.open(),
             max_open_files: state.admission.limits().max_open,
             bytes_in_flight: state.admission.bytes(),
@@ -702,6 +716,9 @@ fn worker(shared: Arc<Shared>) {
         state = lock(&shared);
         state.busy -= 1;
         state.large_busy -= large as usize;
+        if large && state.governor.is_adaptive() {
+            state = look_around(&shared, state);
+        }
         if large && !state.queue.is_empty() && state.idle > 0 {
             // A worker may be waiting for a large job's turn.
             shared.work_ready.notify_one();
@@ -724,6 +741,32 @@ fn worker(shared: Arc<Shared>) {
             shared.work_ready.notify_all();
         }
     }
+}
+
+/// After a big-read step: once per [`contention::WINDOW`], this worker takes a CPU
+/// snapshot (outside the lock) and lets the governor judge the window.
+fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    let now = Instant::now();
+    let due = state.looked_at.map_or(true, |(at, _)| now.duration_since(at) >= contention::WINDOW);
+    if !due || state.looking {
+        return state;
+    }
+    state.looking = true;
+    drop(state);
+    let snapshot = crate::sys::cpu_snapshot();
+    let mut state = lock(shared);
+    state.looking = false;
+    let Some(snapshot) = snapshot else { return state };
+    if let Some((at, before)) = state.looked_at.filter(|(at, _)| now.duration_since(*at) < contention::STALE_AFTER) {
+        let limit = state.governor.limit();
+        state.governor.observe(Demand::between(&before, &snapshot, now.duration_since(at)));
+        if state.governor.limit() > limit && state.idle > 0 {
+            // Room for one more big read: a waiting worker may take it.
+            shared.work_ready.notify_one();
+        }
+    }
+    state.looked_at = Some((now, snapshot));
+    state
 }
 
 /// What became of a request after one step.

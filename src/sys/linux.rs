@@ -89,3 +89,40 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Reads a [`CpuSnapshot`]: one directory listing and a few small `/proc` files per
+/// thread (the governor takes one every 100 ms at most, while big reads run).
+pub fn cpu_snapshot() -> Option<super::CpuSnapshot> {
+    let pid = std::process::id().to_string();
+    let mut snap = super::CpuSnapshot::default();
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let Ok(entry) = entry else { continue };
+        let dir = entry.path();
+        let Some((cpu, waiting)) = std::fs::read_to_string(dir.join("schedstat")).ok().and_then(|s| two_numbers(&s))
+        else {
+            continue; // the thread ended meanwhile
+        };
+        if entry.file_name() == pid.as_str() {
+            (snap.main_cpu_ns, snap.main_waiting_ns) = (cpu, waiting);
+        } else if !std::fs::read(dir.join("comm")).is_ok_and(|c| c.starts_with(b"fairfs-")) {
+            snap.neighbours_cpu_ns += cpu;
+        }
+    }
+    let machine = std::fs::read_to_string("/proc/stat").ok()?;
+    // cpu user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait.
+    let ticks: Vec<u64> =
+        machine.lines().next()?.split_ascii_whitespace().skip(1).map_while(|f| f.parse().ok()).collect();
+    snap.machine_busy_ticks = ticks.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, t)| t).sum();
+    let process = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name, which may hold spaces: field 14 (utime) and 15 (stime).
+    let rest = &process[process.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    snap.process_ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(snap)
+}
+
+/// The first two numbers of a schedstat line.
+fn two_numbers(s: &str) -> Option<(u64, u64)> {
+    let mut fields = s.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}

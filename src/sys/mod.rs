@@ -218,6 +218,31 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
+/// Who else uses the CPU, for [`crate::contention`]: this process's threads other
+/// than the pool's and the main thread (libuv's pool, V8's helpers), the main thread
+/// (the event loop), and the rest of the machine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuSnapshot {
+    /// Nanoseconds on the CPU of this process's threads that are neither the main
+    /// thread nor named `fairfs-*`.
+    pub neighbours_cpu_ns: u64,
+    /// The main thread's nanoseconds on the CPU and runnable but waiting for one.
+    pub main_cpu_ns: u64,
+    pub main_waiting_ns: u64,
+    /// Clock ticks (`USER_HZ`, 100 a second) the whole machine was busy, and this
+    /// process was.
+    pub machine_busy_ticks: u64,
+    pub process_ticks: u64,
+}
+
+/// Takes a [`CpuSnapshot`] where the OS tells (Linux's `/proc`); `None` elsewhere.
+pub fn cpu_snapshot() -> Option<CpuSnapshot> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::cpu_snapshot();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    None
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

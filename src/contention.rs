@@ -1,0 +1,302 @@
+//! How many big files the pool reads at once: every worker while nothing else wants
+//! the CPU, fewer while something does.
+//!
+//! Copying a cached file is pure CPU and memory bandwidth. On a small machine, workers
+//! that all copy at once take the cores from the event loop, from libuv's threads
+//! (zlib, crypto, `dns.lookup`) and from other processes; a fixed limit of `cores − 1`
+//! gave those their share back, but also halved big-file throughput when nothing else
+//! ran. The [`Governor`] sets the limit at run time instead.
+//!
+//! **The signal.** While big reads run, a worker takes a [`CpuSnapshot`] every
+//! [`WINDOW`] (a directory listing and a few small `/proc` files) and the governor
+//! looks at what happened in between ([`Demand`]):
+//!
+//! * *neighbours*: CPU used by everyone but the pool: this process's other threads
+//!   (libuv's pool running zlib or crypto, V8's helpers) and other processes, in
+//!   cores. The event loop is not counted here: much of its work is taking our
+//!   results.
+//! * *the event loop waiting*: the share of the window the main thread was runnable
+//!   but had no CPU. Busy with our results it waits little (it runs at a higher
+//!   priority than the workers, nice 0 against 5); a loop with JS work of its own
+//!   that the workers crowd out waits much.
+//!
+//! **The rule** (additive increase, additive decrease, with a hold):
+//!
+//! * neighbours above [`BACK_OFF_ABOVE`] cores or the event loop waiting above
+//!   [`LOOP_BACK_OFF_ABOVE`]: one fewer big read at once (at least one), and no
+//!   increase for the next [`HOLD_WINDOWS`] windows;
+//! * both below [`PROBE_BELOW`] and [`LOOP_PROBE_BELOW`], once the hold is over: one
+//!   more (at most `max`);
+//! * in between: keep the limit. The gap between the thresholds is the hysteresis
+//!   that keeps it from flapping.
+//!
+//! **Why it is not bistable.** An earlier attempt watched our own CPU time
+//! (`getrusage`): with every worker copying, zlib slowed down, the signal went quiet
+//! exactly when it should have spoken, and the limit stayed high. Here the signal is
+//! the neighbours' *use*, and the workers run at a lower priority (nice 5) than
+//! libuv's threads, so a zlib loop keeps most of a core even against four workers
+//! (82% in a measurement here): the signal stays loud while the workers crowd it,
+//! louder once they back off, and falls only when the neighbour stops. Waiting time
+//! alone could not tell our own GC helpers, busy with our results, from a zlib loop
+//! (both waited 60–80% with two workers copying).
+//!
+//! Where the OS gives no such count (not Linux, or `--cfg fairfs_portable`) the
+//! limit stays fixed at [`fixed_limit`], as before.
+
+use std::time::Duration;
+
+use crate::sys::CpuSnapshot;
+
+/// How often the governor looks, while big reads run.
+pub const WINDOW: Duration = Duration::from_millis(100);
+/// Neighbours' CPU, in cores, above which the pool reads one fewer big file at once.
+/// V8's GC helpers count as neighbours, and ten readers of 16 MiB keep them at
+/// 0.15–0.45 cores here; a zlib loop uses 0.8–0.95.
+pub const BACK_OFF_ABOVE: f64 = 0.6;
+/// Below which (with a quiet event loop) it tries one more.
+pub const PROBE_BELOW: f64 = 0.45;
+/// The event loop's waiting share above which the pool reads one fewer big file.
+/// Taking ten readers' results with four workers copying, it waits 0.1–0.45.
+pub const LOOP_BACK_OFF_ABOVE: f64 = 0.5;
+/// Below which (with quiet neighbours) it tries one more.
+pub const LOOP_PROBE_BELOW: f64 = 0.4;
+/// Weight of the newest window in the smoothed demand: one GC cycle or one burst of
+/// callbacks should not move the limit by itself.
+pub const SMOOTHING: f64 = 0.5;
+/// A snapshot older than this is a new baseline, not the start of a window: the pool
+/// read no big file meanwhile, and what others did then says little about now.
+pub const STALE_AFTER: Duration = Duration::from_millis(300);
+/// Windows after a back-off during which the limit does not rise.
+pub const HOLD_WINDOWS: u32 = 5;
+
+/// What others wanted of the CPU over one window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Demand {
+    /// CPU used by everyone but the pool and the event loop, in cores.
+    pub neighbours: f64,
+    /// Share of the window the event loop was runnable but waiting.
+    pub loop_waiting: f64,
+}
+
+/// `USER_HZ`: the unit of `/proc/stat` ticks on every Linux architecture we build for.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+impl Demand {
+    /// Demand between two snapshots taken `wall` apart.
+    pub fn between(before: &CpuSnapshot, after: &CpuSnapshot, wall: Duration) -> Demand {
+        let secs = wall.as_secs_f64().max(1e-3);
+        let in_process = after.neighbours_cpu_ns.saturating_sub(before.neighbours_cpu_ns) as f64 / 1e9;
+        let machine = after.machine_busy_ticks.saturating_sub(before.machine_busy_ticks);
+        let ours = after.process_ticks.saturating_sub(before.process_ticks);
+        let other_processes = machine.saturating_sub(ours) as f64 / TICKS_PER_SECOND;
+        let waiting = after.main_waiting_ns.saturating_sub(before.main_waiting_ns) as f64 / 1e9;
+        Demand { neighbours: (in_process + other_processes) / secs, loop_waiting: waiting / secs }
+    }
+}
+
+/// The limit where there is no signal: all cores but one, at least one, at most
+/// `threads` (on the 2-core machine, ten 16 MiB readers on 4 workers left a zlib loop
+/// 23% of its speed, on 1 worker 64–74%).
+pub fn fixed_limit(threads: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    threads.min(cores.saturating_sub(1)).max(1)
+}
+
+/// The big-read limit and what it is learning from.
+#[derive(Debug)]
+pub struct Governor {
+    /// Big reads (steps or parts of big files) that may run at once, in `1..=max`.
+    limit: usize,
+    /// The most it may reach: the pool's threads, or the user's `largeLimit`.
+    max: usize,
+    /// Whether the limit adapts (a signal exists); else it stays at `limit`.
+    adaptive: bool,
+    /// Windows left before the limit may rise again.
+    hold: u32,
+    /// Demand smoothed over windows ([`SMOOTHING`]); `None` before the first.
+    smoothed: Option<Demand>,
+    /// Back-offs and probes so far (for stats and tests).
+    pub backed_off: u64,
+    pub probed: u64,
+}
+
+impl Governor {
+    /// Adapts within `1..=max`, starting at `start`, if `adaptive`; otherwise stays
+    /// at `start`.
+    pub fn new(start: usize, max: usize, adaptive: bool) -> Governor {
+        let max = max.max(1);
+        Governor { limit: start.clamp(1, max), max, adaptive, hold: 0, smoothed: None, backed_off: 0, probed: 0 }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    pub fn is_adaptive(&self) -> bool {
+        self.adaptive
+    }
+
+    /// Sets the most big reads at once (the pool resized, or `largeLimit` set); a fixed
+    /// governor also moves its limit there.
+    pub fn set_max(&mut self, max: usize, fixed_at: usize) {
+        self.max = max.max(1);
+        self.limit = if self.adaptive { self.limit.clamp(1, self.max) } else { fixed_at.clamp(1, self.max) };
+    }
+
+    /// Takes one window's demand (smoothed with the windows before); returns whether
+    /// the limit changed.
+    pub fn observe(&mut self, demand: Demand) -> bool {
+        if !self.adaptive {
+            return false;
+        }
+        let before = self.limit;
+        let demand = match self.smoothed {
+            None => demand,
+            Some(old) => Demand {
+                neighbours: old.neighbours + SMOOTHING * (demand.neighbours - old.neighbours),
+                loop_waiting: old.loop_waiting + SMOOTHING * (demand.loop_waiting - old.loop_waiting),
+            },
+        };
+        self.smoothed = Some(demand);
+        if demand.neighbours > BACK_OFF_ABOVE || demand.loop_waiting > LOOP_BACK_OFF_ABOVE {
+            self.limit = (self.limit - 1).max(1);
+            self.hold = HOLD_WINDOWS;
+            self.backed_off += (self.limit < before) as u64;
+        } else if self.hold > 0 {
+            self.hold -= 1;
+        } else if demand.neighbours < PROBE_BELOW && demand.loop_waiting < LOOP_PROBE_BELOW && self.limit < self.max {
+            self.limit += 1;
+            self.probed += 1;
+        }
+        self.limit != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUIET: Demand = Demand { neighbours: 0.05, loop_waiting: 0.05 };
+
+    fn feed(g: &mut Governor, windows: usize, demand: Demand) {
+        for _ in 0..windows {
+            g.observe(demand);
+        }
+    }
+
+    #[test]
+    fn it_climbs_to_every_worker_while_nothing_else_runs() {
+        let mut g = Governor::new(1, 4, true);
+        feed(&mut g, 3, QUIET);
+        assert_eq!(g.limit(), 4, "one more per quiet window");
+        feed(&mut g, 5, QUIET);
+        assert_eq!(g.limit(), 4, "never past max");
+    }
+
+    #[test]
+    fn a_busy_neighbour_brings_it_down_to_one_and_keeps_it_there() {
+        let mut g = Governor::new(4, 4, true);
+        // A zlib loop next to four workers still gets most of a core (nice 0 against
+        // 5): the signal is loud while the workers crowd it...
+        feed(&mut g, 3, Demand { neighbours: 0.8, loop_waiting: 0.1 });
+        assert_eq!(g.limit(), 1);
+        // ...and louder once they have backed off; it never creeps back up.
+        feed(&mut g, 50, Demand { neighbours: 0.95, loop_waiting: 0.1 });
+        assert_eq!(g.limit(), 1);
+    }
+
+    #[test]
+    fn a_crowded_event_loop_brings_it_down_too() {
+        let mut g = Governor::new(3, 4, true);
+        g.observe(Demand { neighbours: 0.0, loop_waiting: 0.6 });
+        assert_eq!(g.limit(), 2);
+    }
+
+    #[test]
+    fn after_a_back_off_it_holds_then_probes_again() {
+        let mut g = Governor::new(2, 4, true);
+        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0 });
+        assert_eq!(g.limit(), 1);
+        feed(&mut g, HOLD_WINDOWS as usize, QUIET);
+        assert_eq!(g.limit(), 1, "held");
+        g.observe(QUIET);
+        assert_eq!(g.limit(), 2, "probes once the hold is over");
+        assert_eq!((g.backed_off, g.probed), (1, 1));
+    }
+
+    #[test]
+    fn between_the_thresholds_it_keeps_the_limit() {
+        let mut g = Governor::new(2, 4, true);
+        feed(&mut g, 30, Demand { neighbours: (PROBE_BELOW + BACK_OFF_ABOVE) / 2.0, loop_waiting: 0.0 });
+        assert_eq!(g.limit(), 2);
+        let mut g = Governor::new(2, 4, true);
+        feed(&mut g, 30, Demand { neighbours: 0.0, loop_waiting: (LOOP_PROBE_BELOW + LOOP_BACK_OFF_ABOVE) / 2.0 });
+        assert_eq!(g.limit(), 2);
+    }
+
+    #[test]
+    fn one_loud_window_alone_does_not_move_it() {
+        let mut g = Governor::new(2, 2, true);
+        feed(&mut g, 5, Demand { neighbours: 0.3, loop_waiting: 0.3 });
+        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3 }); // smoothed: 0.575
+        assert_eq!(g.limit(), 2);
+        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3 }); // a second: 0.71
+        assert_eq!(g.limit(), 1);
+    }
+
+    #[test]
+    fn without_a_signal_it_stays_fixed() {
+        let mut g = Governor::new(1, 4, false);
+        feed(&mut g, 10, QUIET);
+        assert_eq!(g.limit(), 1);
+        g.set_max(8, 3);
+        assert_eq!(g.limit(), 3, "a fixed governor moves to the fixed limit");
+        let mut g = Governor::new(4, 4, true);
+        g.set_max(2, 1);
+        assert_eq!(g.limit(), 2, "an adaptive one is clamped under a lower max");
+    }
+
+    #[test]
+    fn demand_counts_neighbours_in_cores_and_leaves_our_process_out() {
+        let before = CpuSnapshot::default();
+        let after = CpuSnapshot {
+            neighbours_cpu_ns: 50_000_000, // 0.5 s of libuv / V8 threads
+            main_cpu_ns: 900_000_000,
+            main_waiting_ns: 250_000_000,
+            machine_busy_ticks: 300, // 3 s busy, of which 2 s ours
+            process_ticks: 200,
+        };
+        let d = Demand::between(&before, &after, Duration::from_secs(1));
+        assert!((d.neighbours - 1.05).abs() < 1e-9, "{d:?}");
+        assert!((d.loop_waiting - 0.25).abs() < 1e-9);
+    }
+
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    #[test]
+    fn a_busy_thread_of_this_process_shows_as_a_neighbour() {
+        let before = crate::sys::cpu_snapshot().expect("Linux has /proc");
+        let started = std::time::Instant::now();
+        let (spun, exit) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let spin = std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(300) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            spun.0.send(()).unwrap();
+            // A thread's own count goes when it exits: stay for the snapshot.
+            let _ = exit.1.recv();
+        });
+        spun.1.recv().unwrap();
+        let after = crate::sys::cpu_snapshot().unwrap();
+        exit.0.send(()).unwrap();
+        spin.join().unwrap();
+        let d = Demand::between(&before, &after, started.elapsed());
+        // It spun for 0.3 s of a 0.3 s window (less if the machine was busy).
+        assert!(d.neighbours > 0.3, "{d:?}");
+    }
+}
