@@ -17,8 +17,9 @@ import * as syncAsync from './js/sync-async.mjs'
 import * as threadpool from './js/threadpool.mjs'
 import * as batch from './js/batch.mjs'
 import * as bursts from './js/bursts.mjs'
+import * as server from './js/server.mjs'
 
-const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts]
+const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
 const USAGE = `usage: npm run bench [-- [--quick] [filter...]]
