@@ -265,3 +265,29 @@ nativeOnly(test.serial)('a stream\'s blocks are one flow in the pool, forgotten 
   for (let i = 0; i < 100 && fairfs.stats().streamFlows > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
   t.is(fairfs.stats().streamFlows, 0)
 })
+
+nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big streams cannot hold the loop', async (t) => {
+  const files = Array.from({ length: 3 }, () => makeFile(8 * 1024 * 1024))
+  let bytes = 0
+  let done = false
+  const perTurn = []
+  let last = 0
+  const sample = () => {
+    perTurn.push(bytes - last)
+    last = bytes
+    if (!done) setImmediate(sample)
+  }
+  setImmediate(sample)
+  await Promise.all(files.map(({ path, data }) => new Promise((resolve, reject) => {
+    const chunks = []
+    fairfs.createReadStream(path).on('data', (c) => { bytes += c.length; chunks.push(c) }).on('error', reject)
+      .on('end', () => resolve(t.true(Buffer.concat(chunks).equals(data))))
+  })))
+  done = true
+  // 256 KiB a turn for all, plus each stream's first 64 KiB chunk; a loop iteration
+  // may hold two turns (poll, then check). Without the budget a turn pushed whole 1 MiB
+  // blocks of each stream.
+  const most = Math.max(...perTurn)
+  t.true(most <= 2 * (256 * 1024 + 3 * 64 * 1024), `at most ${most} bytes in one turn`)
+  t.true(perTurn.length > (3 * 8 * 1024 * 1024) / (2 * (256 * 1024 + 3 * 64 * 1024)) / 2, 'the reads took many turns')
+})

@@ -24,6 +24,36 @@ const kBlockChunks = 16
 const kMinBlock = 64 * 1024
 const kMaxBlock = 1024 * 1024
 
+// Event-loop turns: all fairfs streams together push at most kTurnBudget bytes in one
+// turn of the event loop, past which a stream waits for the next turn (setImmediate,
+// after the loop has polled for I/O); but every stream may push its first chunk of a
+// turn, so a small file's stream never waits behind big ones. Pool results arrive
+// faster than sockets take them, and without a budget a few big downloads kept the
+// event loop busy pushing bytes while small requests waited (benches/js/server.mjs).
+const kTurnBudget = 256 * 1024
+let turnBytes = 0
+let turn = 0
+let turnEnds = false
+/** Streams waiting for the next turn to push on. */
+const waitingForTurn = new Set()
+
+function spendTurn(bytes) {
+  turnBytes += bytes
+  if (!turnEnds) {
+    turnEnds = true
+    setImmediate(nextTurn)
+  }
+}
+
+function nextTurn() {
+  turnEnds = false
+  turnBytes = 0
+  turn++
+  const streams = [...waitingForTurn]
+  waitingForTurn.clear()
+  for (const s of streams) s._pushOn()
+}
+
 function setReadAhead(n) {
   defaultReadAhead = n
 }
@@ -74,6 +104,8 @@ class ReadStream extends Readable {
   /** The open in flight, which destroy() cancels: Readable waits for _construct
    *  before it calls _destroy, and an open of a FIFO waits for a writer. */
   #openId = null
+  /** The event-loop turn in which it last pushed. */
+  #turn = -1
   /** The key that makes this stream's blocks one flow in the pool's fair queue. */
   #flow = 0
 
@@ -120,7 +152,6 @@ class ReadStream extends Readable {
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
-    this.#flow = binding.newFlow()
   }
 
   get pending() {
@@ -181,7 +212,7 @@ class ReadStream extends Readable {
     }
     if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
       this.#ended = true
-      binding.endFlow(this.#flow)
+      this.#endFlow()
       this.push(null)
     }
   }
@@ -194,6 +225,8 @@ class ReadStream extends Readable {
     this.#live++
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
     const release = this._handle ? hold(this._handle) : null
+    // A stream of one block (most small files) needs no flow of its own.
+    if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
     const id = binding.readChunk(this.fd, position, size, this.#flow)
     this.#ids.add(id)
     track(id, (result) => {
@@ -252,11 +285,17 @@ class ReadStream extends Readable {
       }
       const hwm = this.readableHighWaterMark
       while (block.offset < result.length && this.#wantMore) {
+        if (turnBytes >= kTurnBudget && this.#turn === turn) {
+          waitingForTurn.add(this)
+          return
+        }
+        this.#turn = turn
         const end = Math.min(block.offset + hwm, result.length)
         const chunk = block.offset === 0 && end === result.length ? result : result.subarray(block.offset, end)
         block.offset = end
         this.bytesRead += chunk.length
         if (this.pos !== undefined) this.pos += chunk.length
+        spendTurn(chunk.length)
         if (!this.push(chunk)) this.#wantMore = false
       }
       if (block.offset < result.length) return
@@ -268,6 +307,18 @@ class ReadStream extends Readable {
         return
       }
     }
+  }
+
+  #endFlow() {
+    if (this.#flow !== 0) binding.endFlow(this.#flow)
+    this.#flow = 0
+  }
+
+  /** The next event-loop turn has come: push what waited for it. */
+  _pushOn() {
+    if (this.destroyed) return
+    this.#drain()
+    this.#pump()
   }
 
   #fail(err) {
@@ -282,7 +333,7 @@ class ReadStream extends Readable {
   }
 
   _destroy(err, callback) {
-    binding.endFlow(this.#flow)
+    this.#endFlow()
     for (const id of this.#ids) binding.cancel(id)
     // As node:fs does, wait for reads in flight before closing the fd.
     if (this.#ids.size > 0) this.#afterIo = () => this.#close(err, callback)
