@@ -18,19 +18,25 @@ import * as threadpool from './js/threadpool.mjs'
 import * as batch from './js/batch.mjs'
 import * as bursts from './js/bursts.mjs'
 import * as server from './js/server.mjs'
+import * as peers from './js/peers.mjs'
 
 const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
-const USAGE = `usage: npm run bench [-- [--quick] [filter...]]
+/** Run only when asked for with --peers: it fetches Bun and Deno from the npm registry. */
+const OPT_IN = [peers]
+
+const USAGE = `usage: npm run bench [-- [--quick] [--peers] [filter...]]
   --quick   short smoke run (about a minute)
+  --peers   also compare with Bun and Deno (fetched from the npm registry once)
   filter    run only benchmarks whose name contains one of the filters
-benchmarks: ${BENCHMARKS.map((b) => b.name).join(', ')}`
+benchmarks: ${BENCHMARKS.map((b) => b.name).join(', ')}; with --peers: ${OPT_IN.map((b) => b.name).join(', ')}`
 
 function parseArgs(argv) {
-  const opts = { quick: false, filters: [] }
+  const opts = { quick: false, peers: false, filters: [] }
   for (const arg of argv) {
     if (arg === '--quick') opts.quick = true
+    else if (arg === '--peers') opts.peers = true
     else if (arg === '--help' || arg === '-h') {
       console.log(USAGE)
       process.exit(0)
@@ -82,8 +88,8 @@ function commandLine(args) {
 
 async function main() {
   const args = process.argv.slice(2)
-  const { quick, filters } = parseArgs(args)
-  const selected = BENCHMARKS.filter((b) => !filters.length || filters.some((f) => b.name.includes(f)))
+  const { quick, peers: withPeers, filters } = parseArgs(args)
+  const selected = [...BENCHMARKS, ...(withPeers ? OPT_IN : [])].filter((b) => !filters.length || filters.some((f) => b.name.includes(f)))
   if (!selected.length) {
     console.error(`no benchmark matches ${filters.join(', ')}\n${USAGE}`)
     process.exit(2)

@@ -143,8 +143,16 @@ impl Governor {
     /// Sets the most big reads at once (the pool resized, or `largeLimit` set); a fixed
     /// governor also moves its limit there.
     pub fn set_max(&mut self, max: usize, fixed_at: usize) {
+        let raised = max > self.max;
         self.max = max.max(1);
-        self.limit = if self.adaptive { self.limit.clamp(1, self.max) } else { fixed_at.clamp(1, self.max) };
+        self.limit = match self.adaptive {
+            // Optimistic: every worker at once, until a window shows others want the
+            // CPU (a back-off takes one or two windows). Starting low cost the first
+            // few hundred milliseconds of every burst of big reads.
+            true if raised => self.max,
+            true => self.limit.clamp(1, self.max),
+            false => fixed_at.clamp(1, self.max),
+        };
     }
 
     /// Takes one window's demand (smoothed with the windows before); returns whether
@@ -258,6 +266,10 @@ mod tests {
         let mut g = Governor::new(4, 4, true);
         g.set_max(2, 1);
         assert_eq!(g.limit(), 2, "an adaptive one is clamped under a lower max");
+        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0 });
+        assert_eq!(g.limit(), 1);
+        g.set_max(6, 1);
+        assert_eq!(g.limit(), 6, "and starts at a raised max (every thread), backing off as it learns");
     }
 
     #[test]
