@@ -4,6 +4,8 @@ import test from 'ava'
 import fs from 'node:fs'
 import { execFileSync, spawn } from 'node:child_process'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
+import { Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError, fdsOpenOn } from './helpers.mjs'
 
 const kEvents = ['open', 'ready', 'end', 'close', 'error', 'pause', 'resume']
@@ -99,6 +101,78 @@ test('chunks are never larger than highWaterMark', async (t) => {
     t.is(r.bytesRead, end + 1)
   }
 })
+
+/**
+ * Every way of consuming a stream, each returning the chunks it saw. node:fs pushes one
+ * chunk per read, asynchronously; a stream that pushed several at once would have them
+ * joined by read() in the paused modes (larger chunks, and a copy).
+ */
+const consumers = {
+  data: (s) => new Promise((resolve, reject) => {
+    const chunks = []
+    s.on('data', (c) => chunks.push(c)).on('end', () => resolve(chunks)).on('error', reject)
+  }),
+  readable: (s) => new Promise((resolve, reject) => {
+    const chunks = []
+    s.on('readable', () => {
+      let c
+      while ((c = s.read()) !== null) chunks.push(c)
+    })
+    s.on('end', () => resolve(chunks)).on('error', reject)
+  }),
+  'async iteration': async (s) => {
+    const chunks = []
+    for await (const c of s) chunks.push(c)
+    return chunks
+  },
+  'toArray()': (s) => s.toArray(),
+  pipeline: async (s) => {
+    const chunks = []
+    const sink = new Writable({
+      objectMode: true,
+      write(c, _, cb) {
+        chunks.push(c)
+        cb()
+      },
+    })
+    await pipeline(s, sink)
+    return chunks
+  },
+  'pipe()': (s) => new Promise((resolve, reject) => {
+    const chunks = []
+    const sink = new Writable({
+      objectMode: true,
+      write(c, _, cb) {
+        chunks.push(c)
+        cb()
+      },
+    })
+    sink.on('finish', () => resolve(chunks))
+    s.on('error', reject).pipe(sink)
+  }),
+}
+
+const consumedCases = [
+  ['defaults', undefined],
+  ['highWaterMark 1000 with start and end', { highWaterMark: 1000, start: 5, end: 200_000 }],
+  ['encoding utf8 (highWaterMark counts characters)', { encoding: 'utf8' }],
+  ['highWaterMark 1 MiB', { highWaterMark: 1024 * 1024 }],
+]
+
+for (const [mode, consume] of Object.entries(consumers)) {
+  for (const [what, options] of consumedCases) {
+    test(`consumed by ${mode}, ${what}: the same chunk sizes and content as node:fs`, async (t) => {
+      const picture = (chunks) => ({
+        sizes: chunks.map((c) => c.length),
+        data: typeof chunks[0] === 'string' ? chunks.join('') : Buffer.concat(chunks).toString('base64'),
+      })
+      const node = picture(await consume(fs.createReadStream(big, options)))
+      const ours = picture(await consume(fairfs.createReadStream(big, options)))
+      t.true(node.sizes.length > 1)
+      t.deepEqual(ours, node)
+    })
+  }
+}
 
 test('an fd option reads from its position and leaves the fd per autoClose', async (t) => {
   const fd = fs.openSync(big, 'r')

@@ -108,6 +108,8 @@ class ReadStream extends Readable {
   #turn = -1
   /** The key that makes this stream's blocks one flow in the pool's fair queue. */
   #flow = 0
+  /** A push deferred out of a synchronous _read() is queued. */
+  #pushQueued = false
 
   constructor(path, options) {
     options = { ...getOptions(options) }
@@ -191,8 +193,33 @@ class ReadStream extends Readable {
 
   _read() {
     this.#wantMore = true
-    this.#drain()
+    const state = this._readableState
+    // Called from inside read() in paused mode (async iteration, 'readable'): a chunk
+    // pushed now would be joined to the one read() is about to return (a copy, and a
+    // chunk larger than highWaterMark), so push a little later, as node:fs's
+    // asynchronous reads do.
+    if (state.sync && !state.flowing) this.#pushLater()
+    else this.#drain()
     this.#pump()
+  }
+
+  #pushLater() {
+    if (this.#pushQueued || !this.#ready.has(this.#seqPush)) return
+    this.#pushQueued = true
+    process.nextTick(() => {
+      const state = this._readableState
+      if (!state.flowing && state.length > 0) {
+        // Readable reading ahead (read(0)) while a chunk still waits: the consumer
+        // takes it first (its promise resolves after this tick), then we push.
+        setImmediate(() => {
+          this.#pushQueued = false
+          this._pushOn()
+        })
+        return
+      }
+      this.#pushQueued = false
+      this._pushOn()
+    })
   }
 
   /** Issues chunk reads while the consumer wants data and read-ahead allows. */
@@ -296,7 +323,11 @@ class ReadStream extends Readable {
         this.bytesRead += chunk.length
         if (this.pos !== undefined) this.pos += chunk.length
         spendTurn(chunk.length)
-        if (!this.push(chunk)) this.#wantMore = false
+        // One push per _read(), as node:fs: more pushed at once would wait in the
+        // buffer together (highWaterMark counts characters once decoded) and come
+        // out of read() joined.
+        this.#wantMore = false
+        this.push(chunk)
       }
       if (block.offset < result.length) return
       this.#ready.delete(this.#seqPush++)
