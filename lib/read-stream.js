@@ -193,13 +193,12 @@ class ReadStream extends Readable {
 
   _read() {
     this.#wantMore = true
-    const state = this._readableState
-    // Called from inside read() in paused mode (async iteration, 'readable'): a chunk
-    // pushed now would be joined to the one read() is about to return (a copy, and a
-    // chunk larger than highWaterMark), so push a little later, as node:fs's
-    // asynchronous reads do.
-    if (state.sync && !state.flowing) this.#pushLater()
-    else this.#drain()
+    // Readable calls _read() from inside read(). A chunk pushed there would be joined
+    // to the one read() is about to return in paused mode (async iteration,
+    // 'readable'): a copy, and a chunk larger than highWaterMark; in flowing mode it
+    // would sit in the buffer and still be emitted after a destroy() from a 'data'
+    // handler. node:fs's reads are asynchronous, so push on the next tick.
+    this.#pushLater()
     this.#pump()
   }
 
