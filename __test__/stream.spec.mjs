@@ -365,3 +365,57 @@ nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big
   t.true(most <= 2 * (256 * 1024 + 3 * 64 * 1024), `at most ${most} bytes in one turn`)
   t.true(perTurn.length > (3 * 8 * 1024 * 1024) / (2 * (256 * 1024 + 3 * 64 * 1024)) / 2, 'the reads took many turns')
 })
+
+test.serial('a patched ReadStream.prototype.open is called and its fd read, as node:fs does (DEP0135)', async (t) => {
+  const { path, data } = makeFile(300_000)
+  const original = fs.ReadStream.prototype.open
+  const opened = []
+  fs.ReadStream.prototype.open = function () {
+    fs.open(this.path, 'r', (err, fd) => {
+      if (err) return this.emit('error', err)
+      opened.push(fd)
+      this.fd = fd
+      this.emit('open', fd)
+    })
+  }
+  try {
+    const read = async (create, file) => {
+      const s = create(file)
+      const events = []
+      s.on('open', () => events.push('open'))
+      try {
+        const chunks = await s.toArray()
+        return { events, data: Buffer.concat(chunks).toString('base64') }
+      } catch (err) {
+        return { events, error: describeError(err) }
+      }
+    }
+    const node = await read(fs.createReadStream, path)
+    const ours = await read(fairfs.createReadStream, path)
+    t.deepEqual(ours, node)
+    t.is(ours.data, data.toString('base64'))
+    t.is(opened.length, 2)
+    // An 'error' from the patched open fails the stream with it.
+    t.deepEqual(await read(fairfs.createReadStream, `${path}-missing`), await read(fs.createReadStream, `${path}-missing`))
+  } finally {
+    fs.ReadStream.prototype.open = original
+  }
+})
+
+test('options.fs: its open, read and close are called, as node:fs does', async (t) => {
+  const { path, data } = makeFile(200_000)
+  const calls = new Set()
+  const custom = {}
+  for (const name of ['open', 'read', 'close']) {
+    custom[name] = (...args) => {
+      calls.add(name)
+      return fs[name](...args)
+    }
+  }
+  const chunks = await fairfs.createReadStream(path, { fs: custom }).toArray()
+  t.deepEqual(Buffer.concat(chunks), data)
+  t.deepEqual([...calls].sort(), ['close', 'open', 'read'])
+  // node:fs's checks of the custom fs apply too.
+  const err = (create) => describeError(t.throws(() => create(path, { fs: { open: custom.open, read: 1, close: custom.close } })))
+  t.deepEqual(err(fairfs.createReadStream), err(fs.createReadStream))
+})

@@ -11,7 +11,10 @@ const { Readable, finished } = require('node:stream')
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
 const { binding, track, nativeError } = require('./native')
-const { createReadStream: nodeCreateReadStream } = require('node:fs') // before install() patches it
+// Taken before install() patches node:fs.
+const { createReadStream: nodeCreateReadStream, ReadStream: NodeReadStream } = require('node:fs')
+/** node's own ReadStream.prototype.open: any other means a caller patched it (DEP0135). */
+const nodeOpen = NodeReadStream.prototype.open
 const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
 const { hold } = require('./filehandle')
 const { invalidArgType, outOfRange } = require('./errors')
@@ -112,6 +115,11 @@ class ReadStream extends Readable {
   #pushQueued = false
 
   constructor(path, options) {
+    // A custom `fs` (memfs and the like) is called for open, read and close: node's own
+    // stream does that, so such a stream is node's.
+    if (options != null && typeof options === 'object' && options.fs != null) {
+      return new NodeReadStream(path, options)
+    }
     options = { ...getOptions(options) }
     if (options.highWaterMark === undefined) options.highWaterMark = 64 * 1024
     if (options.autoDestroy === undefined) options.autoDestroy = options.autoClose === undefined ? true : options.autoClose
@@ -170,6 +178,7 @@ class ReadStream extends Readable {
 
   _construct(callback) {
     if (typeof this.fd === 'number') return callback()
+    if (this.open !== nodeOpen) return this.#openPatched(callback)
     let id
     try {
       id = binding.openPath(this._nativePath.native, stringToFlags(this.flags), this.mode)
@@ -189,6 +198,26 @@ class ReadStream extends Readable {
       this.emit('open', this.fd)
       this.emit('ready')
     })
+  }
+
+  /**
+   * A caller replaced ReadStream.prototype.open (deprecated, DEP0135, but still honoured
+   * by node:fs): call it, and take its 'open' (with this.fd set) or 'error' event as the
+   * end of construction, as node:fs does.
+   */
+  #openPatched(callback) {
+    const emit = this.emit
+    this.emit = function (name, ...args) {
+      if (name === 'open') {
+        this.emit = emit
+        callback()
+      } else if (name === 'error') {
+        this.emit = emit
+        return callback(args[0])
+      }
+      return Reflect.apply(emit, this, [name, ...args])
+    }
+    this.open()
   }
 
   _read() {
