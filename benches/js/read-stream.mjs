@@ -46,8 +46,32 @@ async function streamOnce(createReadStream, file, size, highWaterMark, encoding,
   gcEntries.push(...observer.takeRecords())
   observer.disconnect()
   const gcMs = gcEntries.filter((e) => e.startTime >= start && e.startTime < end).reduce((sum, e) => sum + e.duration, 0)
-  return { mibPerSec: bytes / MiB / ((end - start) / 1000), gcMs, runMs: end - start }
+  return { mibPerSec: bytes / MiB / ((end - start) / 1000), gcMs, gcMsPerGiB: bytes ? (gcMs * 1024 * MiB) / bytes : 0, runMs: end - start }
 }
+
+/**
+ * The one-thread read() limit: `readSync` into one reused buffer of `chunk` bytes
+ * (hot in the CPU's cache, as `dd bs=1M` reads), for the same time cap.
+ */
+function readLimitOnce(file, size, chunk, capMs) {
+  const fd = fs.openSync(file, 'r')
+  const buf = Buffer.allocUnsafeSlow(chunk)
+  const start = performance.now()
+  const deadline = start + capMs
+  let pos = 0
+  try {
+    for (let n; pos < size && (n = fs.readSync(fd, buf, 0, chunk, pos)) > 0; ) {
+      pos += n
+      if (performance.now() > deadline) break
+    }
+  } finally {
+    fs.closeSync(fd)
+  }
+  return { mibPerSec: pos / MiB / ((performance.now() - start) / 1000) }
+}
+
+/** The limit row needs a fairfs stream to compare. */
+const m1MiB = (sides) => sides.includes('fairfs')
 
 export async function run({ quick, progress }) {
   const size = quick ? 128 * MiB : 1024 * MiB
@@ -58,6 +82,7 @@ export async function run({ quick, progress }) {
   const sides = Object.keys(implementations)
   const dir = makeTmpDir(name)
   const rows = []
+  const limitRows = []
   const ratios = []
   const raw = []
   try {
@@ -81,10 +106,33 @@ export async function run({ quick, progress }) {
           ? [fmtNum(m[s].mibPerSec), fmtNum(m[s].gcMs), `${(m[s].gcShare * 100).toFixed(1)}%`]
           : [NOT_IMPLEMENTED, '—', '—'])
         const ratio = m.fairfs ? m.fairfs.mibPerSec / m.node.mibPerSec : NaN
+        const gcPerByte = (s) => median(samples[s].map((x) => x.gcMsPerGiB))
+        // GC time per byte streamed, fairfs ÷ node (a side with no GC at all reads 0).
+        const gcRatio = m.fairfs && gcPerByte('node') > 0 ? gcPerByte('fairfs') / gcPerByte('node') : NaN
         raw.push({ highWaterMark, encoding, samples })
-        rows.push([fmtSize(highWaterMark), encoding ?? 'buffer', ...cells('node'), ...cells('fairfs'), fmtRatio(ratio)])
-        if (m.fairfs) ratios.push({ label: `hwm=${fmtSize(highWaterMark)} ${encoding ?? 'buffer'}: fairfs ÷ node MiB/s`, value: ratio })
+        rows.push([fmtSize(highWaterMark), encoding ?? 'buffer', ...cells('node'), ...cells('fairfs'), fmtRatio(ratio), fmtRatio(gcRatio)])
+        if (m.fairfs) {
+          ratios.push({ label: `hwm=${fmtSize(highWaterMark)} ${encoding ?? 'buffer'}: fairfs ÷ node MiB/s`, value: ratio })
+          if (!encoding) ratios.push({ label: `hwm=${fmtSize(highWaterMark)} buffer: fairfs ÷ node GC ms per byte`, value: gcRatio })
+        }
       }
+    }
+    if (m1MiB(sides)) {
+      // A stream against the fastest one thread can read the file: 1 MiB reads into one
+      // reused (cache-hot) buffer, interleaved with the two streams.
+      const limitSides = ['read() limit', ...sides]
+      const samples = await interleave(
+        limitSides, rounds,
+        (side) => side === 'read() limit'
+          ? readLimitOnce(file, size, MiB, capMs)
+          : streamOnce(implementations[side], file, size, MiB, null, capMs),
+        (p) => progress(`read() limit ${p}`),
+      )
+      const mib = Object.fromEntries(limitSides.map((s) => [s, median(samples[s].map((x) => x.mibPerSec))]))
+      const limit = mib['read() limit']
+      limitRows.push(...limitSides.map((s) => [s, fmtNum(mib[s]), fmtRatio(mib[s] / limit)]))
+      ratios.push({ label: 'hwm=1MiB buffer: fairfs stream ÷ one-thread read() limit', value: mib.fairfs / limit })
+      raw.push({ readLimit: samples })
     }
   } finally {
     removeTmpDir(dir)
@@ -97,8 +145,12 @@ export async function run({ quick, progress }) {
     ],
     tables: [{
       caption: 'MiB/s and GC (medians); ratio > 1 = fairfs faster',
-      columns: ['highWaterMark', 'encoding', 'node MiB/s', 'node GC ms', 'node GC %', 'fairfs MiB/s', 'fairfs GC ms', 'fairfs GC %', 'fairfs ÷ node'],
+      columns: ['highWaterMark', 'encoding', 'node MiB/s', 'node GC ms', 'node GC %', 'fairfs MiB/s', 'fairfs GC ms', 'fairfs GC %', 'fairfs ÷ node', 'GC per byte, fairfs ÷ node'],
       rows,
+    }, {
+      caption: '1 MiB highWaterMark against the one-thread read() limit (readSync of 1 MiB into one reused buffer), same rounds',
+      columns: ['reader', 'MiB/s', '÷ read() limit'],
+      rows: limitRows,
     }],
     ratios,
     raw,
