@@ -14,6 +14,12 @@ const badPaths = [
   ['undefined', undefined],
   ['true', true],
   ['a function', function named() {}],
+  // Node 20 and later word these differently from earlier lines: "Received function "
+  // and a long string cut inside its quotes.
+  ['an anonymous function', () => {}],
+  ['a class', class {}],
+  ['an array', [1, 2]],
+  ['NaN', NaN],
   ['a string with a NUL byte', '/tmp/a\u0000b'],
   ['a Buffer with a NUL byte', Buffer.from('/tmp/a\u0000b')],
   ['an http URL', new URL('http://example.com/x')],

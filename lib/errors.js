@@ -3,6 +3,8 @@
 // own properties, so code that inspects node:fs errors works unchanged.
 
 const { inspect } = require('node:util')
+const { join } = require('node:path')
+const { Buffer } = require('node:buffer')
 
 /** Sets `code` and shows it in the stack header the way Node's internal errors do. */
 function withCode(err, code) {
@@ -13,10 +15,26 @@ function withCode(err, code) {
   return err
 }
 
-/** How Node describes a received value in ERR_INVALID_ARG_TYPE messages. */
+/**
+ * How this Node describes a received value in ERR_INVALID_ARG_TYPE messages. The
+ * wording changes between Node lines (functions, long strings), so it is taken from
+ * Node itself: the same value passed to a Node API that rejects it with this error.
+ */
 function describeReceived(value) {
+  try {
+    if (typeof value === 'string') Buffer.alloc(value)
+    else join(value)
+  } catch (err) {
+    const at = typeof err?.message === 'string' ? err.message.indexOf('. Received ') : -1
+    if (err?.code === 'ERR_INVALID_ARG_TYPE' && at !== -1) return err.message.slice(at + 2)
+  }
+  return ownDescription(value)
+}
+
+/** Node 20-24's wording, for a value the probe above does not reject. */
+function ownDescription(value) {
   if (value == null) return `Received ${value}`
-  if (typeof value === 'function' && value.name) return `Received function ${value.name}`
+  if (typeof value === 'function') return `Received function ${value.name}`
   if (typeof value === 'object') {
     if (value.constructor?.name) return `Received an instance of ${value.constructor.name}`
     return `Received ${inspect(value, { depth: -1 })}`
