@@ -4,7 +4,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import { getEventListeners } from 'node:events'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, isNative, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
+import { fairfs, isNative, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn, describeError } from './helpers.mjs'
 
 const alreadyAborted = isNative ? 'an already-aborted signal rejects without opening anything' : 'an already-aborted signal fails as in node:fs (node backend)'
 test.serial(alreadyAborted, async (t) => {
@@ -129,4 +129,37 @@ test.serial('reads sharing one AbortSignal add one listener, removed when the la
   const outcomes = await Promise.allSettled(many)
   t.true(outcomes.every((o) => o.status === 'rejected' && o.reason.name === 'AbortError'), JSON.stringify(outcomes.map((o) => o.status)))
   if (isNative) t.is(getEventListeners(abort.signal, 'abort').length, 0)
+})
+
+/** Node's test helper mustNotMutateObjectDeep, in short: a Proxy that throws on any write, all the way down. */
+function mustNotMutate(target) {
+  if (target === null || (typeof target !== 'object' && typeof target !== 'function')) return target
+  return new Proxy(target, {
+    get: (obj, key) => mustNotMutate(Reflect.get(obj, key)),
+    set: () => { throw new Error('mutated') },
+    defineProperty: () => { throw new Error('mutated') },
+    deleteProperty: () => { throw new Error('mutated') },
+  })
+}
+
+test('a signal behind a write-proof Proxy is read, never written to, as node:fs does', async (t) => {
+  const { path } = makeFile(4 * 1024 * 1024)
+  const handle = await fs.promises.open(path)
+  try {
+    const run = async (readFile, target) => {
+      const controller = new AbortController()
+      const p = readFile(target, mustNotMutate({ signal: controller.signal }))
+      process.nextTick(() => controller.abort())
+      return describeError(await p.then(() => null, (e) => e))
+    }
+    const node = await run(fs.promises.readFile, path)
+    t.is(node.name, 'AbortError')
+    t.deepEqual(await run(fairfs.promises.readFile, path), node)
+    t.deepEqual(await run(fairfs.promises.readFile, handle), node)
+    // Aborted already: rejected without touching the signal.
+    const aborted = mustNotMutate({ signal: AbortSignal.abort() })
+    t.deepEqual(describeError(await fairfs.promises.readFile(path, aborted).catch((e) => e)), describeError(await fs.promises.readFile(path, aborted).catch((e) => e)))
+  } finally {
+    await handle.close()
+  }
 })

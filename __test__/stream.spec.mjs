@@ -419,3 +419,96 @@ test('options.fs: its open, read and close are called, as node:fs does', async (
   const err = (create) => describeError(t.throws(() => create(path, { fs: { open: custom.open, read: 1, close: custom.close } })))
   t.deepEqual(err(fairfs.createReadStream), err(fs.createReadStream))
 })
+
+test('inherited options count, as node:fs copies them with a for-in loop', async (t) => {
+  const options = { __proto__: { start: 1000, end: 70_000, highWaterMark: 1000 } }
+  const { node, ours } = await both(big, options)
+  t.deepEqual(ours, node)
+  t.is(ours.bytesRead, 69_001)
+})
+
+for (const [what, make] of [
+  ['a path', () => [big, {}]],
+  ['a FileHandle', async () => [null, { fd: await fs.promises.open(big) }]],
+]) {
+  test(`a signal aborted already, on a stream of ${what}: AbortError, and nothing is read`, async (t) => {
+    const run = async (create) => {
+      const [path, options] = await make()
+      const s = create(path, { ...options, signal: AbortSignal.abort() })
+      const r = await observe(s)
+      return { ...r, closed: options.fd ? options.fd.fd === -1 : undefined }
+    }
+    const node = await run(fs.createReadStream)
+    const ours = await run(fairfs.createReadStream)
+    t.deepEqual(ours, node)
+    t.is(ours.error.name, 'AbortError')
+    t.is(ours.sizes.length, 0)
+  })
+}
+
+/** Replaces fs[name] for the length of `fn`, counting calls; the replacement calls node's. */
+async function withReplaced(names, fn, wrap = (original) => original) {
+  const saved = {}
+  const calls = Object.fromEntries(names.map((n) => [n, 0]))
+  for (const name of names) {
+    saved[name] = fs[name]
+    const original = wrap(saved[name], name)
+    fs[name] = function (...args) {
+      calls[name]++
+      return original.apply(this, args)
+    }
+  }
+  try {
+    return await fn(calls)
+  } finally {
+    Object.assign(fs, saved)
+  }
+}
+
+test.serial('fs.open, fs.read and fs.close replaced by a caller are called, as node:fs\'s stream calls them', async (t) => {
+  const { path } = makeFile(200_000)
+  const seen = {}
+  for (const [side, create] of [['node', fs.createReadStream], ['ours', fairfs.createReadStream]]) {
+    seen[side] = await withReplaced(['open', 'read', 'close'], async (calls) => {
+      const r = await observe(create(path, { highWaterMark: 50_000 }))
+      return { ...r, calls: { ...calls } }
+    })
+  }
+  t.deepEqual(seen.ours, seen.node)
+  t.true(seen.ours.calls.read >= 4)
+})
+
+test.serial('a replaced fs.read that fails: the error reaches the stream, and the replaced close gets the fd', async (t) => {
+  const { path } = makeFile(100_000)
+  const boom = new Error('BAM')
+  const seen = {}
+  for (const [side, create] of [['node', fs.createReadStream], ['ours', fairfs.createReadStream]]) {
+    let n = 0
+    const failSecond = (original, name) =>
+      name === 'read'
+        ? (...args) => (++n === 2 ? process.nextTick(args.at(-1), boom) : original(...args))
+        : original
+    seen[side] = await withReplaced(['read', 'close'], async (calls) => {
+      const s = create(path, { highWaterMark: 10_000 })
+      const r = await observe(s)
+      return { ...r, sameError: s.errored === boom, calls: { ...calls } }
+    }, failSecond)
+  }
+  t.deepEqual(seen.ours, seen.node)
+  t.true(seen.ours.sameError)
+  t.is(seen.ours.calls.close, 1)
+})
+
+test('a FileHandle whose read() was replaced: the stream reads through it', async (t) => {
+  const { path, data } = makeFile(300_000)
+  const handle = await fs.promises.open(path)
+  let calls = 0
+  const original = handle.read
+  handle.read = function (...args) {
+    calls++
+    return original.apply(this, args)
+  }
+  const chunks = await fairfs.createReadStream(null, { fd: handle }).toArray()
+  t.deepEqual(Buffer.concat(chunks), data)
+  t.is(calls, Math.ceil(data.length / 65_536) + 1)
+})

@@ -19,6 +19,27 @@ const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./arg
 const { hold } = require('./filehandle')
 const { invalidArgType, outOfRange } = require('./errors')
 
+// node:fs's streams call fs.open, fs.read and fs.close through the module (and a
+// FileHandle's read() through the handle) at each operation, so callers replace them
+// to count or fail a stream's operations, as Node's own tests do. A fairfs stream
+// calls a replacement too, in place of the pool, for the operations replaced.
+const fsModule = require('node:fs')
+/** fs's functions as they were when fairfs loaded. */
+const fsAtLoad = { open: fsModule.open, read: fsModule.read, close: fsModule.close }
+
+/** fs[name] if a caller replaced it since fairfs loaded, else null. */
+function replaced(name) {
+  const fn = fsModule[name]
+  return fn !== fsAtLoad[name] && typeof fn === 'function' ? fn : null
+}
+
+/** node:fs's copyObject: own and inherited enumerable options. */
+function copyOptions(source) {
+  const copy = {}
+  for (const key in source) copy[key] = source[key]
+  return copy
+}
+
 let defaultReadAhead = 4
 // A positioned read fetches up to kBlockChunks highWaterMark chunks at once, within
 // [kMinBlock, kMaxBlock] bytes. A kept chunk keeps its whole block alive, so the
@@ -120,7 +141,8 @@ class ReadStream extends Readable {
     if (options != null && typeof options === 'object' && options.fs != null) {
       return new NodeReadStream(path, options)
     }
-    options = { ...getOptions(options) }
+    // Inherited options count, as node:fs copies them with a for-in loop.
+    options = copyOptions(getOptions(options))
     if (options.highWaterMark === undefined) options.highWaterMark = 64 * 1024
     if (options.autoDestroy === undefined) options.autoDestroy = options.autoClose === undefined ? true : options.autoClose
     // Validate before Readable's constructor schedules _construct.
@@ -162,6 +184,13 @@ class ReadStream extends Readable {
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
+    // Readable's constructor destroys at once for a signal aborted already, before
+    // this stream's fields existed: finish that destroy now.
+    const early = this._destroyedEarly
+    if (early) {
+      delete this._destroyedEarly
+      this._destroy(...early)
+    }
   }
 
   get pending() {
@@ -177,8 +206,19 @@ class ReadStream extends Readable {
   }
 
   _construct(callback) {
-    if (typeof this.fd === 'number') return callback()
+    // Destroyed already (a signal aborted before the start): nothing to open.
+    if (typeof this.fd === 'number' || this.destroyed) return callback()
     if (this.open !== nodeOpen) return this.#openPatched(callback)
+    const open = replaced('open')
+    if (open) {
+      return open(this.path, this.flags, this.mode, (err, fd) => {
+        if (err) return callback(err)
+        this.fd = fd
+        callback()
+        this.emit('open', fd)
+        this.emit('ready')
+      })
+    }
     let id
     try {
       id = binding.openPath(this._nativePath.native, stringToFlags(this.flags), this.mode)
@@ -253,17 +293,20 @@ class ReadStream extends Readable {
   /** Issues chunk reads while the consumer wants data and read-ahead allows. */
   #pump() {
     if (this.destroyed || this.#ended) return
-    const limit = this.#positional ? this.#readAhead : 1
+    // A replaced read is called as node:fs calls it: one highWaterMark at a time.
+    const replacedRead = this.#replacedRead()
+    const limit = this.#positional && !replacedRead ? this.#readAhead : 1
     // Blocks that finished out of order and wait for their turn count too.
     while (this.#wantMore && !this.#noMore && this.#live + this.#ready.size < limit) {
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
-      const size = Math.min(this.#positional ? this.#blockSize : this.readableHighWaterMark, remaining)
+      const block = this.#positional && !replacedRead ? this.#blockSize : this.readableHighWaterMark
+      const size = Math.min(block, remaining)
       if (size <= 0) {
         this.#noMore = true
         break
       }
-      this.#issue(size)
+      this.#issue(size, replacedRead)
     }
     if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
       this.#ended = true
@@ -272,19 +315,46 @@ class ReadStream extends Readable {
     }
   }
 
-  #issue(size) {
+  /**
+   * The read a caller put in place of node's (a FileHandle's own `read`, or fs.read),
+   * as `(buffer, length, position, callback(err, bytesRead))`; null if none.
+   */
+  #replacedRead() {
+    const handle = this._handle
+    if (handle) {
+      if (!Object.hasOwn(handle, 'read')) return null
+      return (buf, length, position, cb) => {
+        handle.read(buf, 0, length, position).then((r) => cb(null, r.bytesRead), cb)
+      }
+    }
+    const read = replaced('read')
+    return read && ((buf, length, position, cb) => read(this.fd, buf, 0, length, position, cb))
+  }
+
+  #issue(size, replacedRead) {
     const seq = this.#seqNext++
     const gen = this.#gen
     const position = this.#positional ? this.#nextPos : -1
     if (this.#positional) this.#nextPos += size
     this.#live++
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
-    const release = this._handle ? hold(this._handle) : null
-    // A stream of one block (most small files) needs no flow of its own.
-    if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
-    const id = binding.readChunk(this.fd, position, size, this.#flow)
+    const release = this._handle && !replacedRead ? hold(this._handle) : null
+    let id
+    if (replacedRead) {
+      // Counted with the pool's requests in flight, so that close waits for it too.
+      id = {}
+      const buf = Buffer.allocUnsafeSlow(size)
+      replacedRead(buf, size, position < 0 ? null : position, (err, n) => {
+        done(err ?? (n === size ? buf : buf.subarray(0, n)))
+      })
+    } else {
+      // A stream of one block (most small files) needs no flow of its own.
+      if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
+      id = binding.readChunk(this.fd, position, size, this.#flow)
+      track(id, (result) => done(result))
+    }
     this.#ids.add(id)
-    track(id, (result) => {
+    const done = (result) => {
       release?.()
       this.#ids.delete(id)
       if (gen === this.#gen) this.#live--
@@ -297,7 +367,7 @@ class ReadStream extends Readable {
       this.#ready.set(seq, { result, position, size, offset: 0 })
       this.#drain()
       this.#pump()
-    })
+    }
   }
 
   /** Starts a new generation: chunks in flight or waiting are discarded. */
@@ -322,14 +392,15 @@ class ReadStream extends Readable {
       if (result === null) return // cancelled: only happens while destroying
       if (!Buffer.isBuffer(result)) {
         this.#ready.delete(this.#seqPush++)
-        if (this.#implicitPosition && nativeError(result).code === 'ESPIPE') {
+        const err = result instanceof Error ? result : nativeError(result)
+        if (this.#implicitPosition && err.code === 'ESPIPE') {
           // A pipe or device opened by path: read at its current position instead.
           this.#positional = false
           this.#implicitPosition = false
           this.#restart(0)
           return
         }
-        this.#fail(nativeError(result))
+        this.#fail(err)
         return
       }
       if (result.length === 0) {
@@ -387,13 +458,18 @@ class ReadStream extends Readable {
   }
 
   destroy(err, callback) {
-    if (this.#openId !== null) binding.cancel(this.#openId)
+    if (#openId in this && this.#openId !== null) binding.cancel(this.#openId)
     return super.destroy(err, callback)
   }
 
   _destroy(err, callback) {
+    if (!(#ids in this)) {
+      // Called from Readable's constructor (see the end of ours).
+      this._destroyedEarly = [err, callback]
+      return
+    }
     this.#endFlow()
-    for (const id of this.#ids) binding.cancel(id)
+    for (const id of this.#ids) if (typeof id === 'number') binding.cancel(id)
     // As node:fs does, wait for reads in flight before closing the fd.
     if (this.#ids.size > 0) this.#afterIo = () => this.#close(err, callback)
     else this.#close(err, callback)
@@ -407,6 +483,12 @@ class ReadStream extends Readable {
       return handle.close().then(() => callback(err), (er) => callback(er || err))
     }
     if (typeof this.fd !== 'number') return callback(err)
+    const close = replaced('close')
+    if (close) {
+      close(this.fd, (er) => callback(er || err))
+      this.fd = null
+      return
+    }
     const id = binding.closeFd(this.fd)
     this.fd = null
     track(id, (result) => callback(result === undefined ? err : err || nativeError(result)))
