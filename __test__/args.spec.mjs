@@ -42,7 +42,7 @@ for (const [what, path] of badPaths) {
 // node:fs's callback form trips over these in its fd check and throws a bare
 // TypeError without a code; fairfs throws the ERR_INVALID_ARG_TYPE TypeError that
 // node:fs's promise form gives (the node backend: node:fs's bare TypeError).
-for (const [what, path] of [['a symbol', Symbol('s')], ['a bigint', 5n]]) {
+for (const [what, path] of [['a symbol', Symbol('s')], ['a bigint', 5n], ['a null-prototype object', Object.create(null)]]) {
   test(`path is ${what}${isNative ? '' : ' (node backend: as node:fs)'}`, async (t) => {
     const cb = await bothCallback(path)
     t.is(cb.node.threw.ctor, 'TypeError')
