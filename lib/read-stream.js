@@ -424,9 +424,12 @@ class ReadStream extends Readable {
         spendTurn(chunk.length)
         // One push per _read(), as node:fs: more pushed at once would wait in the
         // buffer together (highWaterMark counts characters once decoded) and come
-        // out of read() joined.
-        this.#wantMore = false
-        this.push(chunk)
+        // out of read() joined. Except in flowing mode into an empty buffer: there
+        // push() emits 'data' at once (this never runs inside read()), so the next
+        // chunk may follow without a trip through _read().
+        const more = this.push(chunk)
+        const state = this._readableState
+        this.#wantMore = more && state.flowing && state.length === 0 && !this.destroyed
       }
       if (block.offset < result.length) return
       this.#ready.delete(this.#seqPush++)
