@@ -340,20 +340,6 @@ class ReadStream extends Readable {
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
     const release = this._handle && !replacedRead ? hold(this._handle) : null
     let id
-    if (replacedRead) {
-      // Counted with the pool's requests in flight, so that close waits for it too.
-      id = {}
-      const buf = Buffer.allocUnsafeSlow(size)
-      replacedRead(buf, size, position < 0 ? null : position, (err, n) => {
-        done(err ?? (n === size ? buf : buf.subarray(0, n)))
-      })
-    } else {
-      // A stream of one block (most small files) needs no flow of its own.
-      if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
-      id = binding.readChunk(this.fd, position, size, this.#flow)
-      track(id, (result) => done(result))
-    }
-    this.#ids.add(id)
     const done = (result) => {
       release?.()
       this.#ids.delete(id)
@@ -367,6 +353,21 @@ class ReadStream extends Readable {
       this.#ready.set(seq, { result, position, size, offset: 0 })
       this.#drain()
       this.#pump()
+    }
+    if (replacedRead) {
+      // Counted with the pool's requests in flight, so that close waits for it too.
+      id = {}
+      this.#ids.add(id)
+      const buf = Buffer.allocUnsafeSlow(size)
+      replacedRead(buf, size, position < 0 ? null : position, (err, n) => {
+        done(err ?? (n === size ? buf : buf.subarray(0, n)))
+      })
+    } else {
+      // A stream of one block (most small files) needs no flow of its own.
+      if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
+      id = binding.readChunk(this.fd, position, size, this.#flow)
+      this.#ids.add(id)
+      track(id, done)
     }
   }
 
