@@ -845,6 +845,7 @@ module.exports.newFlow = nativeBinding.newFlow
 module.exports.openPath = nativeBinding.openPath
 module.exports.readCached = nativeBinding.readCached
 module.exports.readChunk = nativeBinding.readChunk
+module.exports.readChunkInto = nativeBinding.readChunkInto
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths

@@ -6,6 +6,7 @@
 //! at most the chunk size ([`BlockJob`]), so a stream gets what one `readFile` gets.
 
 use std::ffi::CStr;
+use std::mem::MaybeUninit;
 
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
@@ -148,6 +149,45 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
     }
 }
 
+/// Memory the caller lends a block to read into (in the binding, a JS Buffer that JS
+/// holds until the block's outcome is delivered), instead of a pooled buffer: the
+/// caller's runtime then owns the bytes as ordinary memory of its own, which its
+/// garbage collector frees as cheaply as any other (a lent pooled buffer needs a
+/// finalizer, and V8 only runs those in full collections).
+pub struct Lent {
+    ptr: *mut MaybeUninit<u8>,
+    len: usize,
+    /// Dropped with the job, after its last write: the lender may then free the memory.
+    _guard: Box<dyn Send>,
+}
+
+// SAFETY: the memory belongs to this `Lent` alone until it is dropped (see `Lent::new`),
+// so moving it to a pool thread moves the only access.
+unsafe impl Send for Lent {}
+
+impl Lent {
+    /// # Safety
+    /// `ptr..ptr + len` must stay valid for writes, and be neither read nor written by
+    /// anyone else, until `guard` is dropped.
+    pub unsafe fn new(ptr: *mut u8, len: usize, guard: Box<dyn Send>) -> Lent {
+        Lent { ptr: ptr.cast(), len, _guard: guard }
+    }
+
+    /// Its bytes from `from`, at most `max` of them.
+    fn spare(&mut self, from: usize, max: usize) -> &mut [MaybeUninit<u8>] {
+        let len = max.min(self.len.saturating_sub(from));
+        // SAFETY: `from + len <= self.len`, inside the lent memory, which only this
+        // `Lent` touches (`Lent::new`); the slice borrows `self` mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(from.min(self.len)), len) }
+    }
+}
+
+/// A finished block: pooled bytes, or how many bytes went into the lent memory.
+pub enum Block {
+    Pooled(PooledBytes),
+    Lent(usize),
+}
+
 /// One block of a read stream as a pool job: up to `len` bytes at `position`, read
 /// in steps of at most `step_max` (the chunk size, also the DRR quantum), so that no
 /// step of a stream is bigger than a `readFile`'s. A read at the fd's current
@@ -163,6 +203,8 @@ pub struct BlockJob<D> {
     /// The keyed flow of its stream.
     flow: Option<u64>,
     buf: Option<PooledBytes>,
+    /// The caller's memory to read into instead, and how much of it is filled.
+    lent: Option<(Lent, usize)>,
     error: Option<ReadError>,
     /// Whether a current-position read has looked at what the fd is.
     checked: bool,
@@ -172,7 +214,7 @@ pub struct BlockJob<D> {
     on_done: D,
 }
 
-impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJob<D> {
+impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
     pub fn new(
         fd: Fd,
         position: Option<u64>,
@@ -183,6 +225,33 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
         on_done: D,
     ) -> Self {
         let len = len.clamp(1, MAX_READ_SYSCALL);
+        Self::with_target(fd, position, len, step_max, buffers, None, flow, on_done)
+    }
+
+    /// A block read into `lent` memory (its length is the block's), not a pooled buffer.
+    pub fn into_lent(
+        fd: Fd,
+        position: Option<u64>,
+        lent: Lent,
+        step_max: usize,
+        flow: Option<u64>,
+        on_done: D,
+    ) -> Self {
+        let len = lent.len.min(MAX_READ_SYSCALL);
+        Self::with_target(fd, position, len, step_max, None, Some(lent), flow, on_done)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with_target(
+        fd: Fd,
+        position: Option<u64>,
+        len: usize,
+        step_max: usize,
+        buffers: Option<&'static BufferPool>,
+        lent: Option<Lent>,
+        flow: Option<u64>,
+        on_done: D,
+    ) -> Self {
         BlockJob {
             fd,
             position,
@@ -191,6 +260,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
             buffers,
             flow,
             buf: None,
+            lent: lent.map(|l| (l, 0)),
             error: None,
             checked: position.is_some(),
             may_block: false,
@@ -213,6 +283,14 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
             wait_readable(self.fd, self.cancelled.as_ref())?;
         }
         let (len, buffers) = (self.len, self.buffers);
+        if let Some((lent, filled)) = &mut self.lent {
+            let at = self.position.map(|p| p + *filled as u64);
+            let dst = lent.spare(*filled, self.step_max.min(len - *filled));
+            let want = dst.len();
+            let n = sys::read_uninit(self.fd, dst, at)?;
+            *filled += n;
+            return Ok((self.position.is_none() || n < want || *filled == len, n));
+        }
         let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
         if buf.vec_mut().capacity() < len {
             return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
@@ -227,7 +305,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
     }
 }
 
-impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for BlockJob<D> {
+impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> Job for BlockJob<D> {
     fn step(&mut self) -> Step {
         match self.try_step() {
             Ok((done, bytes)) => Step { bytes, done },
@@ -262,10 +340,15 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 
     fn complete(self: Box<Self>) {
         let this = *self;
-        let outcome = match (this.error, this.buf) {
-            (Some(e), _) => Err(e),
-            (None, Some(buf)) => Ok(buf),
-            (None, None) => Ok(PooledBytes::unpooled(Vec::new())),
+        let outcome = match (this.error, this.buf, this.lent) {
+            (Some(e), ..) => Err(e),
+            (None, _, Some((lent, filled))) => {
+                // The lender may read its memory once it hears of the outcome.
+                drop(lent);
+                Ok(Block::Lent(filled))
+            }
+            (None, Some(buf), None) => Ok(Block::Pooled(buf)),
+            (None, None, None) => Ok(Block::Pooled(PooledBytes::unpooled(Vec::new()))),
         };
         (this.on_done)(Some(outcome));
     }
@@ -297,6 +380,53 @@ mod tests {
         assert_eq!(crate::read::tests::fds_open_on(&p), 1);
         drop(dropped);
         assert_eq!(crate::read::tests::fds_open_on(&p), 0);
+        std::fs::remove_file(p).unwrap();
+    }
+
+    /// Records when it is dropped.
+    struct Flag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_block_reads_into_lent_memory_in_steps_and_lets_it_go_before_reporting() {
+        let p = std::env::temp_dir().join(format!("fairfs-chunk-lent-{}", std::process::id()));
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let path = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let fd = open(&path, libc::O_RDONLY, 0).unwrap().into_raw();
+        // (position, room, bytes expected, steps before the one that is done): steps of at
+        // most 1,500; the second block meets the end of the file.
+        for (position, room, expect, more) in [(100u64, 4_000usize, 4_000usize, 2), (9_000, 4_000, 1_000, 0)] {
+            let mut memory = vec![0u8; room];
+            let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
+            let (seen, flag) = (outcome.clone(), released.clone());
+            // SAFETY: `memory` outlives the job, and nothing touches it until the job is done.
+            let lent = unsafe { Lent::new(memory.as_mut_ptr(), room, Box::new(Flag(released.clone()))) };
+            let on_done = move |r: Option<Result<Block, ReadError>>| {
+                let filled = match r {
+                    Some(Ok(Block::Lent(n))) => n,
+                    _ => panic!("expected a lent block"),
+                };
+                *seen.lock().unwrap() = Some((filled, flag.load(std::sync::atomic::Ordering::SeqCst)));
+            };
+            let mut job = Box::new(BlockJob::into_lent(fd, Some(position), lent, 1_500, None, on_done));
+            let mut steps = 0;
+            while !job.step().done {
+                steps += 1;
+            }
+            assert_eq!(steps, more);
+            job.complete();
+            let (filled, released_first) = outcome.lock().unwrap().unwrap();
+            assert_eq!(filled, expect);
+            assert!(released_first, "the memory is let go before the outcome is reported");
+            assert_eq!(&memory[..expect], &data[position as usize..position as usize + expect]);
+        }
+        close(fd).unwrap();
         std::fs::remove_file(p).unwrap();
     }
 }

@@ -16,14 +16,14 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
-use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
+use crate::chunk::{self, Block, BlockJob, Lent, OpenJob, OpenedFd};
 use crate::error::ReadError;
 use crate::pack::{Packed, Packer};
 use crate::pool::{global, Job, Ticket};
@@ -37,8 +37,8 @@ pub enum Delivered {
     /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
     /// text that is all ASCII (checked on the pool thread).
     Text(PooledBytes),
-    /// A stream block.
-    Chunk(std::result::Result<PooledBytes, ReadError>),
+    /// A stream block: pooled bytes, or how many bytes went into the Buffer JS lent.
+    Chunk(std::result::Result<Block, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
@@ -72,6 +72,47 @@ struct EnvState {
     max_unsized_length: u64,
     /// Whether the threadsafe function currently keeps the event loop alive.
     referenced: bool,
+    /// Blocks reading into Buffers this environment lent ([`read_chunk_into`]).
+    lent: Arc<LentBlocks>,
+}
+
+/// Counts the blocks that may still write into an environment's memory, so that its
+/// teardown waits for them: V8 frees the Buffers after it, whatever JS held.
+#[derive(Default)]
+struct LentBlocks {
+    count: Mutex<usize>,
+    none: Condvar,
+}
+
+impl LentBlocks {
+    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.count.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts one more block; dropping the guard uncounts it.
+    fn enter(self: &Arc<Self>) -> LentGuard {
+        *self.lock() += 1;
+        LentGuard(self.clone())
+    }
+
+    fn wait_for_none(&self) {
+        let mut count = self.lock();
+        while *count > 0 {
+            count = self.none.wait(count).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+struct LentGuard(Arc<LentBlocks>);
+
+impl Drop for LentGuard {
+    fn drop(&mut self) {
+        let mut count = self.0.lock();
+        *count -= 1;
+        if *count == 0 {
+            self.0.none.notify_all();
+        }
+    }
 }
 
 /// Where pool threads deliver finished reads.
@@ -155,12 +196,16 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         max_length: max_length as u64,
         max_unsized_length: crate::read::DEFAULT_MAX_UNSIZED_LENGTH,
         referenced: false,
+        lent: Arc::default(),
     };
     env.set_instance_data(st, (), |ctx| {
         // The environment is going away (worker terminated, process exiting): stop
         // its reads so nothing is read for nobody. Their outcomes are dropped.
         let tickets: Vec<Ticket> = ctx.value.pending.values().flatten().cloned().collect();
         global().cancel_many(&tickets);
+        // Its Buffers are freed after this: wait for a block still writing into one
+        // (one step, at most a chunk of a regular file, as lent blocks are positioned).
+        ctx.value.lent.wait_for_none();
     })
 }
 
@@ -370,6 +415,32 @@ pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64) -> R
     submit(&env, |deliver| {
         let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
         Box::new(BlockJob::new(fd, position, length as usize, step_max, Some(buffer_pool::global()), flow, on_done))
+    })
+}
+
+/// Reads `buffer.length` bytes of `fd` at `position` into `buffer`, as a block of
+/// stream `flow` (0: none); the result is the number of bytes read. JS must hold
+/// `buffer`, and neither read nor write it, until the outcome is delivered. Returns
+/// the request id.
+#[napi]
+pub fn read_chunk_into(env: Env, fd: i32, position: f64, mut buffer: BufferSlice, flow: f64) -> Result<f64> {
+    if position < 0.0 {
+        // A read at the current position may wait for any time (a FIFO), and teardown
+        // waits for lent blocks: only positioned reads, which finish, borrow memory.
+        return Err(Error::new(Status::InvalidArg, "fairfs: readChunkInto needs a position"));
+    }
+    let flow = (flow > 0.0).then_some(flow as u64);
+    let step_max = global().chunk_size();
+    let guard = state(&env)?.lent.enter();
+    let (ptr, len) = (buffer.as_mut_ptr(), buffer.len());
+    // SAFETY: the Buffer's memory stays valid until the outcome is delivered, because
+    // JS holds the Buffer until then (lib/read-stream.js), and until the environment's
+    // teardown, which waits for `guard` (`LentBlocks`); JS does not touch it before
+    // the outcome, and the job drops `guard` after its last write.
+    let lent = unsafe { Lent::new(ptr, len, Box::new(guard)) };
+    submit(&env, |deliver| {
+        let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
+        Box::new(BlockJob::into_lent(fd, Some(position as u64), lent, step_max, flow, on_done))
     })
 }
 
@@ -682,7 +753,8 @@ impl ToNapiValue for Batch {
                     // SAFETY: `value` was just created in this environment.
                     out.set(slot, unsafe { Unknown::from_raw_unchecked(raw_env, value) })?
                 }
-                Delivered::Chunk(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
+                Delivered::Chunk(Ok(Block::Pooled(bytes))) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
+                Delivered::Chunk(Ok(Block::Lent(filled))) => out.set(slot, filled as f64)?,
                 Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,
                 Delivered::Bytes(Err(e))
