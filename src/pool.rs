@@ -370,6 +370,9 @@ struct Shared {
     chunks_read: AtomicU64,
     /// Threads of their own running jobs that may block for long ([`Wait::OwnThread`]).
     own_threads: AtomicUsize,
+    /// `State::chunk_size`, mirrored so that the JS thread reads it for each request
+    /// without taking the lock.
+    chunk_size: AtomicUsize,
     /// Run by a worker that found no work for [`IDLE_AFTER`] (e.g. to trim buffers).
     idle_hook: Option<fn()>,
 }
@@ -417,6 +420,7 @@ impl Pool {
             bytes_read: AtomicU64::new(0),
             chunks_read: AtomicU64::new(0),
             own_threads: AtomicUsize::new(0),
+            chunk_size: AtomicUsize::new(chunk_size),
             idle_hook,
         });
         let pool = Pool { shared, handles: Mutex::new(Vec::new()) };
@@ -569,6 +573,7 @@ impl Pool {
         }
         if let Some(size) = chunk_size {
             state.chunk_size = size.max(1);
+            self.shared.chunk_size.store(state.chunk_size, Ordering::Relaxed);
             state.queue.set_quantum(size);
         }
         let Some(threads) = threads else { return };
@@ -603,7 +608,7 @@ impl Pool {
 
     /// The chunk size for new requests.
     pub fn chunk_size(&self) -> usize {
-        self.lock().chunk_size
+        self.shared.chunk_size.load(Ordering::Relaxed)
     }
 
     pub fn stats(&self) -> Stats {
