@@ -127,29 +127,28 @@ const consumers = {
   },
   'toArray()': (s) => s.toArray(),
   pipeline: async (s) => {
-    const chunks = []
-    const sink = new Writable({
-      objectMode: true,
-      write(c, _, cb) {
-        chunks.push(c)
-        cb()
-      },
-    })
+    const { sink, chunks } = collector()
     await pipeline(s, sink)
     return chunks
   },
   'pipe()': (s) => new Promise((resolve, reject) => {
-    const chunks = []
-    const sink = new Writable({
-      objectMode: true,
-      write(c, _, cb) {
-        chunks.push(c)
-        cb()
-      },
-    })
+    const { sink, chunks } = collector()
     sink.on('finish', () => resolve(chunks))
     s.on('error', reject).pipe(sink)
   }),
+}
+
+/** A Writable that keeps every chunk it is given, as it was given. */
+function collector() {
+  const chunks = []
+  const sink = new Writable({
+    objectMode: true,
+    write(c, _, cb) {
+      chunks.push(c)
+      cb()
+    },
+  })
+  return { sink, chunks }
 }
 
 const consumedCases = [
