@@ -261,8 +261,6 @@ struct State {
     looking: bool,
     /// The request last put back was split, so more workers may help with it.
     split_waiting: bool,
-    /// The chunk size new requests use, also the DRR quantum.
-    chunk_size: usize,
     /// The nice value workers should run at; each worker applies changes itself.
     nice: i32,
     /// Reads that are not admitted yet, and what admitted ones hold.
@@ -370,8 +368,8 @@ struct Shared {
     chunks_read: AtomicU64,
     /// Threads of their own running jobs that may block for long ([`Wait::OwnThread`]).
     own_threads: AtomicUsize,
-    /// `State::chunk_size`, mirrored so that the JS thread reads it for each request
-    /// without taking the lock.
+    /// The chunk size new requests use (the queue's DRR quantum follows it). Outside
+    /// the lock: the JS thread reads it for each request.
     chunk_size: AtomicUsize,
     /// Run by a worker that found no work for [`IDLE_AFTER`] (e.g. to trim buffers).
     idle_hook: Option<fn()>,
@@ -404,7 +402,6 @@ impl Pool {
                 looked_at: None,
                 looking: false,
                 split_waiting: false,
-                chunk_size,
                 nice: DEFAULT_NICE,
                 admission: Admission::new(default_limits()),
                 retry: VecDeque::new(),
@@ -572,8 +569,7 @@ impl Pool {
             self.shared.work_ready.notify_all();
         }
         if let Some(size) = chunk_size {
-            state.chunk_size = size.max(1);
-            self.shared.chunk_size.store(state.chunk_size, Ordering::Relaxed);
+            self.shared.chunk_size.store(size.max(1), Ordering::Relaxed);
             state.queue.set_quantum(size);
         }
         let Some(threads) = threads else { return };
@@ -621,7 +617,7 @@ impl Pool {
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             bytes_read: self.shared.bytes_read.load(Ordering::Relaxed),
             chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
-            chunk_size: state.chunk_size,
+            chunk_size: self.shared.chunk_size.load(Ordering::Relaxed),
             nice: state.nice,
             large_limit: state.governor.limit(),
             large_limit_max: state.governor.max(),
