@@ -225,33 +225,6 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
         on_done: D,
     ) -> Self {
         let len = len.clamp(1, MAX_READ_SYSCALL);
-        Self::with_target(fd, position, len, step_max, buffers, None, flow, on_done)
-    }
-
-    /// A block read into `lent` memory (its length is the block's), not a pooled buffer.
-    pub fn into_lent(
-        fd: Fd,
-        position: Option<u64>,
-        lent: Lent,
-        step_max: usize,
-        flow: Option<u64>,
-        on_done: D,
-    ) -> Self {
-        let len = lent.len.min(MAX_READ_SYSCALL);
-        Self::with_target(fd, position, len, step_max, None, Some(lent), flow, on_done)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn with_target(
-        fd: Fd,
-        position: Option<u64>,
-        len: usize,
-        step_max: usize,
-        buffers: Option<&'static BufferPool>,
-        lent: Option<Lent>,
-        flow: Option<u64>,
-        on_done: D,
-    ) -> Self {
         BlockJob {
             fd,
             position,
@@ -260,13 +233,23 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
             buffers,
             flow,
             buf: None,
-            lent: lent.map(|l| (l, 0)),
+            lent: None,
             error: None,
             checked: position.is_some(),
             may_block: false,
             cancelled: None,
             on_done,
         }
+    }
+
+    /// A block read at `position` into `lent` memory (its length is the block's), not a
+    /// pooled buffer. Always positioned: a read at the current position may wait for any
+    /// time, and the lender waits for the block before it frees the memory.
+    pub fn into_lent(fd: Fd, position: u64, lent: Lent, step_max: usize, flow: Option<u64>, on_done: D) -> Self {
+        let mut job = Self::new(fd, Some(position), lent.len, step_max, None, flow, on_done);
+        job.len = lent.len.min(MAX_READ_SYSCALL);
+        job.lent = Some((lent, 0));
+        job
     }
 
     /// One step; `Ok(true)` when the block is done.
@@ -289,7 +272,8 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
             let want = dst.len();
             let n = sys::read_uninit(self.fd, dst, at)?;
             *filled += n;
-            return Ok((self.position.is_none() || n < want || *filled == len, n));
+            // Positioned (`into_lent`): short only at the end of the file.
+            return Ok((n < want || *filled == len, n));
         }
         let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
         if buf.vec_mut().capacity() < len {
@@ -414,7 +398,7 @@ mod tests {
                 };
                 *seen.lock().unwrap() = Some((filled, flag.load(std::sync::atomic::Ordering::SeqCst)));
             };
-            let mut job = Box::new(BlockJob::into_lent(fd, Some(position), lent, 1_500, None, on_done));
+            let mut job = Box::new(BlockJob::into_lent(fd, position, lent, 1_500, None, on_done));
             let mut steps = 0;
             while !job.step().done {
                 steps += 1;

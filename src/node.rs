@@ -440,7 +440,7 @@ pub fn read_chunk_into(env: Env, fd: i32, position: f64, mut buffer: BufferSlice
     let lent = unsafe { Lent::new(ptr, len, Box::new(guard)) };
     submit(&env, |deliver| {
         let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
-        Box::new(BlockJob::into_lent(fd, Some(position as u64), lent, step_max, flow, on_done))
+        Box::new(BlockJob::into_lent(fd, position as u64, lent, step_max, flow, on_done))
     })
 }
 
