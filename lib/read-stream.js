@@ -33,6 +33,11 @@ function replaced(name) {
   return fn !== fsAtLoad[name] && typeof fn === 'function' ? fn : null
 }
 
+/** The first `n` bytes of `buf`, which a read filled. */
+function filled(buf, n) {
+  return n === buf.length ? buf : buf.subarray(0, n)
+}
+
 /** node:fs's copyObject: own and inherited enumerable options. */
 function copyOptions(source) {
   const copy = {}
@@ -359,9 +364,7 @@ class ReadStream extends Readable {
       id = {}
       this.#ids.add(id)
       const buf = Buffer.allocUnsafeSlow(size)
-      replacedRead(buf, size, position < 0 ? null : position, (err, n) => {
-        done(err ?? (n === size ? buf : buf.subarray(0, n)))
-      })
+      replacedRead(buf, size, position < 0 ? null : position, (err, n) => done(err ?? filled(buf, n)))
     } else if (seq > 0 && position >= 0) {
       // A file of more than one block: read into memory of V8's own, which a young-
       // generation GC frees, instead of a pooled buffer behind a finalizer, which only
@@ -371,7 +374,7 @@ class ReadStream extends Readable {
       const buf = Buffer.allocUnsafeSlow(size)
       id = binding.readChunkInto(this.fd, position, buf, this.#flow)
       this.#ids.add(id)
-      track(id, (n) => done(typeof n !== 'number' ? n : n === size ? buf : buf.subarray(0, n)))
+      track(id, (n) => done(typeof n === 'number' ? filled(buf, n) : n))
     } else {
       // The first block (most small files' only one) reads into pooled memory, copied
       // out when small, and needs no flow of its own.

@@ -70,9 +70,6 @@ function readLimitOnce(file, size, chunk, capMs) {
   return { mibPerSec: pos / MiB / ((performance.now() - start) / 1000) }
 }
 
-/** The limit row needs a fairfs stream to compare. */
-const m1MiB = (sides) => sides.includes('fairfs')
-
 export async function run({ quick, progress }) {
   const size = quick ? 128 * MiB : 1024 * MiB
   const capMs = quick ? 250 : 3000
@@ -117,7 +114,7 @@ export async function run({ quick, progress }) {
         }
       }
     }
-    if (m1MiB(sides)) {
+    if (implementations.fairfs) {
       // A stream against the fastest one thread can read the file: 1 MiB reads into one
       // reused (cache-hot) buffer, interleaved with the two streams.
       const limitSides = ['read() limit', ...sides]
