@@ -29,6 +29,9 @@ export declare function cancel(id: number): void
  */
 export declare function cancelMany(ids: Array<number>): void
 
+/** Queue `expected` of these at once, one per libuv thread (`UV_THREADPOOL_SIZE`). */
+export declare function censusHostPool(expected: number): Promise<unknown>
+
 /** Closes `fd`. Returns the request id. */
 export declare function closeFd(fd: number): number
 
@@ -75,6 +78,11 @@ export interface PoolStats {
   /** Times the big-read limit went down (threads waited for a CPU) and up. */
   largeBackoffs: number
   largeProbes: number
+  /**
+   * libuv's threads the governor tells apart (named by libuv 1.50+, or found by the
+   * census at load), whose demand for the CPU makes it back off.
+   */
+  libuvThreads: number
   /** Files held open by admitted reads, and the most allowed. */
   openFiles: number
   maxOpenFiles: number

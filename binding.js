@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.cancel = nativeBinding.cancel
 module.exports.cancelMany = nativeBinding.cancelMany
+module.exports.censusHostPool = nativeBinding.censusHostPool
 module.exports.closeFd = nativeBinding.closeFd
 module.exports.configure = nativeBinding.configure
 module.exports.endFlow = nativeBinding.endFlow

@@ -130,6 +130,11 @@ export interface NativeStats {
   /** Times it went down because others wanted the CPU, and up because they did not. */
   largeBackoffs: number
   largeProbes: number
+  /**
+   * libuv's threads the governor tells apart from V8's (named by libuv 1.50+, or found
+   * at load on older libuv): their use of the CPU brings the big-read limit to one.
+   */
+  libuvThreads: number
   /** Files held open by the pool's reads now, and the most allowed. */
   openFiles: number
   maxOpenFiles: number

@@ -1,5 +1,6 @@
 // configure() and stats(): the pool is resizable at runtime, bad values change nothing.
 import os from 'node:os'
+import zlib from 'node:zlib'
 import test from 'ava'
 import { fairfs, isNative, nativeOnly, makeFile, portable } from './helpers.mjs'
 
@@ -19,7 +20,7 @@ nativeOnly(test.serial)('stats() reports the pool and counts reads', async (t) =
   const { path } = makeFile(3 * 512 * 1024 + 10)
   const before = fairfs.stats()
   for (const key of ['threads', 'queued', 'active', 'completed', 'cancelled', 'bytesRead', 'chunksRead', 'chunkSize', 'largeLimit',
-    'largeLimitMax', 'largeBackoffs', 'largeProbes']) {
+    'largeLimitMax', 'largeBackoffs', 'largeProbes', 'libuvThreads']) {
     t.is(typeof before[key], 'number', key)
   }
   t.is(before.largeLimitAdaptive, !portable, 'the big-read limit adapts wherever /proc tells who uses the CPU')
@@ -31,6 +32,19 @@ nativeOnly(test.serial)('stats() reports the pool and counts reads', async (t) =
   t.is(after.chunksRead, before.chunksRead + 4)
   t.is(after.queued, 0)
   t.is(after.active, 0)
+})
+
+const linuxSignal = isNative && process.platform === 'linux' && !portable ? test : (title, fn) => test.skip(`${title} [Linux, native, not portable]`, fn)
+
+linuxSignal('libuv\'s threads are told apart from V8\'s, for the contention governor', async (t) => {
+  // On libuv < 1.50 (Node 20) they are unnamed, and a census at load finds them; on
+  // newer libuv their name tells. Either way, once libuv's pool has started, all of
+  // its threads are watched (UV_THREADPOOL_SIZE, 4 unless set) and no other thread.
+  await new Promise((resolve, reject) => zlib.deflate(Buffer.alloc(16), (err) => (err ? reject(err) : resolve())))
+  const size = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
+  const end = Date.now() + 10_000
+  while (fairfs.stats().libuvThreads < size && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+  t.is(fairfs.stats().libuvThreads, size)
 })
 
 nativeOnly(test.serial)('configure() resizes the pool while reads are in flight', async (t) => {

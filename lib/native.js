@@ -10,6 +10,22 @@ const { uvError, fileTooLarge, internalError } = require('./errors')
 const inFlight = new Map()
 
 binding.init(onComplete, MAX_LENGTH)
+censusLibuvThreads()
+
+/**
+ * Lets the pool's contention governor tell libuv's threads (zlib, crypto, node:fs)
+ * from V8's: libuv before 1.50 (Node 20) leaves them unnamed, so one job per thread is
+ * queued on libuv's pool, each noting the thread it runs on (src/host_threads.rs). The
+ * jobs wait for each other for at most 20 ms, once per process; newer libuv names its
+ * threads and needs none.
+ */
+function censusLibuvThreads() {
+  const [major, minor] = process.versions.uv.split('.').map(Number)
+  if (process.platform !== 'linux' || major > 1 || minor >= 50) return
+  // As libuv reads it: a number from 1 to 1024, 4 when unset.
+  const size = Math.min(Math.max(Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '4', 10) || 1, 1), 1024)
+  for (let i = 0; i < size; i++) binding.censusHostPool(size).catch(() => {})
+}
 
 /** Receives `[id, result, id, result, ...]` from the native side. */
 function onComplete(batch) {

@@ -60,6 +60,14 @@ pub const PROBE_BELOW: f64 = 0.45;
 pub const LOOP_BACK_OFF_ABOVE: f64 = 0.5;
 /// Below which (with quiet neighbours) it tries one more.
 pub const LOOP_PROBE_BELOW: f64 = 0.4;
+/// CPU the host's pool (libuv's threads: zlib, crypto, `dns.lookup`, node:fs) used
+/// or waited for, in cores, above which the pool reads one big file at a time. Any
+/// steady work there counts: a 1 KiB deflate loop next to four workers copying used
+/// 0.08 cores and waited 0.11, and lost 80% of its speed (at one worker: 0.36 cores,
+/// and 50–100% of its speed kept; at two, 11%). Idle, the threads want nothing.
+pub const HOST_POOL_BACK_OFF_ABOVE: f64 = 0.05;
+/// Below which (with the other signals quiet) it tries one more.
+pub const HOST_POOL_PROBE_BELOW: f64 = 0.02;
 /// Weight of the newest window in the smoothed demand: one GC cycle or one burst of
 /// callbacks should not move the limit by itself.
 pub const SMOOTHING: f64 = 0.5;
@@ -76,6 +84,8 @@ pub struct Demand {
     pub neighbours: f64,
     /// Share of the window the event loop was runnable but waiting.
     pub loop_waiting: f64,
+    /// CPU the host's pool (libuv's threads) used or waited for, in cores.
+    pub host_pool: f64,
 }
 
 /// `USER_HZ`: the unit of `/proc/stat` ticks on every Linux architecture we build for.
@@ -90,7 +100,12 @@ impl Demand {
         let ours = after.process_ticks.saturating_sub(before.process_ticks);
         let other_processes = machine.saturating_sub(ours) as f64 / TICKS_PER_SECOND;
         let waiting = after.main_waiting_ns.saturating_sub(before.main_waiting_ns) as f64 / 1e9;
-        Demand { neighbours: (in_process + other_processes) / secs, loop_waiting: waiting / secs }
+        let host_pool = after.host_pool_wanted_ns.saturating_sub(before.host_pool_wanted_ns) as f64 / 1e9;
+        Demand {
+            neighbours: (in_process + other_processes) / secs,
+            loop_waiting: waiting / secs,
+            host_pool: host_pool / secs,
+        }
     }
 }
 
@@ -155,6 +170,15 @@ impl Governor {
         };
     }
 
+    /// Forgets what it learnt, for a burst of big reads after a pause
+    /// ([`STALE_AFTER`]): who wanted the CPU then says little about now, and starting
+    /// low would cost the first windows of every burst, while a back-off takes one.
+    pub fn restart(&mut self) {
+        if self.adaptive {
+            (self.limit, self.hold, self.smoothed) = (self.max, 0, None);
+        }
+    }
+
     /// Takes one window's demand (smoothed with the windows before); returns whether
     /// the limit changed.
     pub fn observe(&mut self, demand: Demand) -> bool {
@@ -167,16 +191,25 @@ impl Governor {
             Some(old) => Demand {
                 neighbours: old.neighbours + SMOOTHING * (demand.neighbours - old.neighbours),
                 loop_waiting: old.loop_waiting + SMOOTHING * (demand.loop_waiting - old.loop_waiting),
+                host_pool: old.host_pool + SMOOTHING * (demand.host_pool - old.host_pool),
             },
         };
         self.smoothed = Some(demand);
-        if demand.neighbours > BACK_OFF_ABOVE || demand.loop_waiting > LOOP_BACK_OFF_ABOVE {
+        if demand.host_pool > HOST_POOL_BACK_OFF_ABOVE {
+            self.limit = 1;
+            self.hold = HOLD_WINDOWS;
+            self.backed_off += (self.limit < before) as u64;
+        } else if demand.neighbours > BACK_OFF_ABOVE || demand.loop_waiting > LOOP_BACK_OFF_ABOVE {
             self.limit = (self.limit - 1).max(1);
             self.hold = HOLD_WINDOWS;
             self.backed_off += (self.limit < before) as u64;
         } else if self.hold > 0 {
             self.hold -= 1;
-        } else if demand.neighbours < PROBE_BELOW && demand.loop_waiting < LOOP_PROBE_BELOW && self.limit < self.max {
+        } else if demand.neighbours < PROBE_BELOW
+            && demand.loop_waiting < LOOP_PROBE_BELOW
+            && demand.host_pool < HOST_POOL_PROBE_BELOW
+            && self.limit < self.max
+        {
             self.limit += 1;
             self.probed += 1;
         }
@@ -188,7 +221,7 @@ impl Governor {
 mod tests {
     use super::*;
 
-    const QUIET: Demand = Demand { neighbours: 0.05, loop_waiting: 0.05 };
+    const QUIET: Demand = Demand { neighbours: 0.05, loop_waiting: 0.05, host_pool: 0.0 };
 
     fn feed(g: &mut Governor, windows: usize, demand: Demand) {
         for _ in 0..windows {
@@ -210,24 +243,24 @@ mod tests {
         let mut g = Governor::new(4, 4, true);
         // A zlib loop next to four workers still gets most of a core (nice 0 against
         // 5): the signal is loud while the workers crowd it...
-        feed(&mut g, 3, Demand { neighbours: 0.8, loop_waiting: 0.1 });
+        feed(&mut g, 3, Demand { neighbours: 0.8, loop_waiting: 0.1, host_pool: 0.0 });
         assert_eq!(g.limit(), 1);
         // ...and louder once they have backed off; it never creeps back up.
-        feed(&mut g, 50, Demand { neighbours: 0.95, loop_waiting: 0.1 });
+        feed(&mut g, 50, Demand { neighbours: 0.95, loop_waiting: 0.1, host_pool: 0.0 });
         assert_eq!(g.limit(), 1);
     }
 
     #[test]
     fn a_crowded_event_loop_brings_it_down_too() {
         let mut g = Governor::new(3, 4, true);
-        g.observe(Demand { neighbours: 0.0, loop_waiting: 0.6 });
+        g.observe(Demand { neighbours: 0.0, loop_waiting: 0.6, host_pool: 0.0 });
         assert_eq!(g.limit(), 2);
     }
 
     #[test]
     fn after_a_back_off_it_holds_then_probes_again() {
         let mut g = Governor::new(2, 4, true);
-        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0 });
+        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0, host_pool: 0.0 });
         assert_eq!(g.limit(), 1);
         feed(&mut g, HOLD_WINDOWS as usize, QUIET);
         assert_eq!(g.limit(), 1, "held");
@@ -237,22 +270,62 @@ mod tests {
     }
 
     #[test]
+    fn work_on_the_host_pool_brings_it_straight_to_one_until_it_stops() {
+        // A latency-bound zlib loop: little CPU, but any steady use of libuv's threads.
+        let zlib = Demand { neighbours: 0.2, loop_waiting: 0.2, host_pool: 0.19 };
+        let mut g = Governor::new(4, 4, true);
+        g.observe(zlib);
+        assert_eq!(g.limit(), 1, "one window is enough: at two workers zlib kept 11%");
+        // Backed off, zlib runs faster and wants more: it stays at one.
+        feed(&mut g, 50, Demand { host_pool: 0.36, ..zlib });
+        assert_eq!(g.limit(), 1);
+        // Once the pool is idle, the hold runs out and it climbs back.
+        feed(&mut g, HOLD_WINDOWS as usize + 8, QUIET);
+        assert_eq!(g.limit(), 4);
+        // A trickle (a stat now and then) is not a neighbour.
+        g.observe(Demand { host_pool: HOST_POOL_PROBE_BELOW / 2.0, ..QUIET });
+        assert_eq!(g.limit(), 4);
+    }
+
+    #[test]
+    fn a_new_burst_starts_at_max_with_no_memory_of_the_last() {
+        let mut g = Governor::new(4, 4, true);
+        g.observe(Demand { neighbours: 0.0, loop_waiting: 0.0, host_pool: 0.3 });
+        assert_eq!(g.limit(), 1);
+        g.restart();
+        assert_eq!(g.limit(), 4);
+        g.observe(QUIET);
+        assert_eq!(g.limit(), 4, "no hold, no smoothed demand carried over");
+        let mut fixed = Governor::new(2, 4, false);
+        fixed.restart();
+        assert_eq!(fixed.limit(), 2, "a fixed limit stays");
+    }
+
+    #[test]
     fn between_the_thresholds_it_keeps_the_limit() {
         let mut g = Governor::new(2, 4, true);
-        feed(&mut g, 30, Demand { neighbours: (PROBE_BELOW + BACK_OFF_ABOVE) / 2.0, loop_waiting: 0.0 });
+        feed(
+            &mut g,
+            30,
+            Demand { neighbours: (PROBE_BELOW + BACK_OFF_ABOVE) / 2.0, loop_waiting: 0.0, host_pool: 0.0 },
+        );
         assert_eq!(g.limit(), 2);
         let mut g = Governor::new(2, 4, true);
-        feed(&mut g, 30, Demand { neighbours: 0.0, loop_waiting: (LOOP_PROBE_BELOW + LOOP_BACK_OFF_ABOVE) / 2.0 });
+        feed(
+            &mut g,
+            30,
+            Demand { neighbours: 0.0, loop_waiting: (LOOP_PROBE_BELOW + LOOP_BACK_OFF_ABOVE) / 2.0, host_pool: 0.0 },
+        );
         assert_eq!(g.limit(), 2);
     }
 
     #[test]
     fn one_loud_window_alone_does_not_move_it() {
         let mut g = Governor::new(2, 2, true);
-        feed(&mut g, 5, Demand { neighbours: 0.3, loop_waiting: 0.3 });
-        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3 }); // smoothed: 0.575
+        feed(&mut g, 5, Demand { neighbours: 0.3, loop_waiting: 0.3, host_pool: 0.0 });
+        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3, host_pool: 0.0 }); // smoothed: 0.575
         assert_eq!(g.limit(), 2);
-        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3 }); // a second: 0.71
+        g.observe(Demand { neighbours: 0.85, loop_waiting: 0.3, host_pool: 0.0 }); // a second: 0.71
         assert_eq!(g.limit(), 1);
     }
 
@@ -266,7 +339,7 @@ mod tests {
         let mut g = Governor::new(4, 4, true);
         g.set_max(2, 1);
         assert_eq!(g.limit(), 2, "an adaptive one is clamped under a lower max");
-        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0 });
+        g.observe(Demand { neighbours: 0.9, loop_waiting: 0.0, host_pool: 0.0 });
         assert_eq!(g.limit(), 1);
         g.set_max(6, 1);
         assert_eq!(g.limit(), 6, "and starts at a raised max (every thread), backing off as it learns");
@@ -279,12 +352,14 @@ mod tests {
             neighbours_cpu_ns: 50_000_000, // 0.5 s of libuv / V8 threads
             main_cpu_ns: 900_000_000,
             main_waiting_ns: 250_000_000,
+            host_pool_wanted_ns: 400_000_000,
             machine_busy_ticks: 300, // 3 s busy, of which 2 s ours
             process_ticks: 200,
         };
         let d = Demand::between(&before, &after, Duration::from_secs(1));
         assert!((d.neighbours - 1.05).abs() < 1e-9, "{d:?}");
         assert!((d.loop_waiting - 0.25).abs() < 1e-9);
+        assert!((d.host_pool - 0.4).abs() < 1e-9);
     }
 
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]

@@ -7,7 +7,8 @@
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`admission`]: how many reads may hold open files and result memory at once;
-//! * [`contention`]: how many big files are read at once, from whether threads wait for a CPU;
+//! * [`contention`]: how many big files are read at once, from whether others want the CPU;
+//! * [`host_threads`]: which threads are libuv's pool, whose demand the governor watches;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
@@ -22,6 +23,7 @@ pub mod cached;
 pub mod chunk;
 pub mod contention;
 pub mod error;
+pub mod host_threads;
 mod loom;
 pub mod pack;
 pub mod parts;

@@ -532,6 +532,9 @@ pub struct PoolStats {
     /// Times the big-read limit went down (threads waited for a CPU) and up.
     pub large_backoffs: f64,
     pub large_probes: f64,
+    /// libuv's threads the governor tells apart (named by libuv 1.50+, or found by the
+    /// census at load), whose demand for the CPU makes it back off.
+    pub libuv_threads: u32,
     /// Files held open by admitted reads, and the most allowed.
     pub open_files: u32,
     pub max_open_files: u32,
@@ -578,6 +581,7 @@ pub fn stats() -> PoolStats {
         large_limit_adaptive: s.large_limit_adaptive,
         large_backoffs: s.large_backoffs as f64,
         large_probes: s.large_probes as f64,
+        libuv_threads: crate::host_threads::count() as u32,
         open_files: s.open_files as u32,
         max_open_files: s.max_open_files as u32,
         bytes_in_flight: s.bytes_in_flight as f64,
@@ -792,4 +796,28 @@ impl ToNapiValue for Batch {
         // SAFETY: `out` was created in `raw_env`, the environment we are called in.
         unsafe { Array::to_napi_value(raw_env, out) }
     }
+}
+
+/// One job of the census of libuv's threads ([`crate::host_threads`]): queued on
+/// libuv's pool (N-API async work runs there), it notes its thread and waits for the
+/// other `expected` jobs. Resolves whether the census is complete.
+pub struct CensusJob(usize);
+
+impl Task for CensusJob {
+    type Output = bool;
+    type JsValue = bool;
+
+    fn compute(&mut self) -> Result<bool> {
+        Ok(crate::host_threads::census(self.0))
+    }
+
+    fn resolve(&mut self, _env: Env, complete: bool) -> Result<bool> {
+        Ok(complete)
+    }
+}
+
+/// Queue `expected` of these at once, one per libuv thread (`UV_THREADPOOL_SIZE`).
+#[napi]
+pub fn census_host_pool(expected: u32) -> AsyncTask<CensusJob> {
+    AsyncTask::new(CensusJob(expected as usize))
 }

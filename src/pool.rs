@@ -758,13 +758,14 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
     let mut state = lock(shared);
     state.looking = false;
     let Some(snapshot) = snapshot else { return state };
-    if let Some((at, before)) = state.looked_at.filter(|(at, _)| now.duration_since(*at) < contention::STALE_AFTER) {
-        let limit = state.governor.limit();
-        state.governor.observe(Demand::between(&before, &snapshot, now.duration_since(at)));
-        if state.governor.limit() > limit && state.idle > 0 {
-            // Room for one more big read: a waiting worker may take it.
-            shared.work_ready.notify_one();
-        }
+    let limit = state.governor.limit();
+    match state.looked_at.filter(|(at, _)| now.duration_since(*at) < contention::STALE_AFTER) {
+        Some((at, before)) => _ = state.governor.observe(Demand::between(&before, &snapshot, now.duration_since(at))),
+        None => state.governor.restart(),
+    }
+    if state.governor.limit() > limit && state.idle > 0 {
+        // Room for more big reads: waiting workers may take them.
+        shared.work_ready.notify_all();
     }
     state.looked_at = Some((now, snapshot));
     state

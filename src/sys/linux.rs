@@ -103,18 +103,24 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
 /// Reads a [`CpuSnapshot`]: one directory listing and a few small `/proc` files per
 /// thread (the governor takes one every 100 ms at most, while big reads run).
 pub fn cpu_snapshot() -> Option<super::CpuSnapshot> {
-    let pid = std::process::id().to_string();
+    let pid = std::process::id() as i32;
     let mut snap = super::CpuSnapshot::default();
-    for entry in std::fs::read_dir("/proc/self/task").ok()? {
-        let Ok(entry) = entry else { continue };
-        let dir = entry.path();
+    let host_pool = crate::host_threads::known();
+    for (tid, dir) in threads() {
         let Some((cpu, waiting)) = std::fs::read_to_string(dir.join("schedstat")).ok().and_then(|s| two_numbers(&s))
         else {
             continue; // the thread ended meanwhile
         };
-        if entry.file_name() == pid.as_str() {
+        if tid == pid {
             (snap.main_cpu_ns, snap.main_waiting_ns) = (cpu, waiting);
-        } else if !std::fs::read(dir.join("comm")).is_ok_and(|c| c.starts_with(b"fairfs-")) {
+            continue;
+        }
+        let name = std::fs::read(dir.join("comm")).unwrap_or_default();
+        if name.starts_with(b"fairfs-") {
+            continue;
+        } else if crate::host_threads::is_host_pool_thread(tid, &name, &host_pool) {
+            snap.host_pool_wanted_ns += cpu + waiting;
+        } else {
             snap.neighbours_cpu_ns += cpu;
         }
     }
@@ -129,6 +135,14 @@ pub fn cpu_snapshot() -> Option<super::CpuSnapshot> {
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
     snap.process_ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     Some(snap)
+}
+
+/// This process's threads: each id and its `/proc` directory.
+pub fn threads() -> impl Iterator<Item = (i32, std::path::PathBuf)> {
+    std::fs::read_dir("/proc/self/task").into_iter().flatten().filter_map(|entry| {
+        let entry = entry.ok()?;
+        Some((entry.file_name().to_str()?.parse().ok()?, entry.path()))
+    })
 }
 
 /// The first two numbers of a schedstat line.

@@ -218,14 +218,40 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
-/// Who else uses the CPU, for [`crate::contention`]: this process's threads other
-/// than the pool's and the main thread (libuv's pool, V8's helpers), the main thread
-/// (the event loop), and the rest of the machine.
+/// The calling thread's id as the kernel knows it (Linux's `gettid`), read from
+/// `/proc/thread-self` (the `gettid` wrapper needs glibc 2.30); `None` elsewhere.
+pub fn thread_id() -> Option<i32> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return std::fs::read_link("/proc/thread-self").ok()?.file_name()?.to_str()?.parse().ok();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    None
+}
+
+/// How many of this process's threads `is(tid, name)` picks (0 where the OS does not
+/// list them).
+pub fn count_threads(is: impl Fn(i32, &[u8]) -> bool) -> usize {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::threads()
+        .filter(|(tid, dir)| is(*tid, &std::fs::read(dir.join("comm")).unwrap_or_default()))
+        .count();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = is;
+        0
+    }
+}
+
+/// Who else uses the CPU, for [`crate::contention`]: the host's thread pool (libuv's,
+/// [`crate::host_threads`]), this process's other threads but the pool's and the main
+/// thread (V8's helpers), the main thread (the event loop), and the rest of the machine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuSnapshot {
     /// Nanoseconds on the CPU of this process's threads that are neither the main
-    /// thread nor named `fairfs-*`.
+    /// thread, nor the host pool's, nor named `fairfs-*`.
     pub neighbours_cpu_ns: u64,
+    /// Nanoseconds the host pool's threads were on the CPU or runnable and waiting
+    /// for one: what they wanted of it.
+    pub host_pool_wanted_ns: u64,
     /// The main thread's nanoseconds on the CPU and runnable but waiting for one.
     pub main_cpu_ns: u64,
     pub main_waiting_ns: u64,
