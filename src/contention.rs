@@ -11,34 +11,48 @@
 //! [`WINDOW`] (a directory listing and a few small `/proc` files) and the governor
 //! looks at what happened in between ([`Demand`]):
 //!
-//! * *neighbours*: CPU used by everyone but the pool: this process's other threads
-//!   (libuv's pool running zlib or crypto, V8's helpers) and other processes, in
-//!   cores. The event loop is not counted here: much of its work is taking our
-//!   results.
+//! * *the host pool*: CPU that libuv's threads (zlib, crypto, `dns.lookup`, node:fs;
+//!   told apart by [`crate::host_threads`]) used or waited for, in cores. They are
+//!   idle unless someone gives them work, so any steady demand there is a neighbour,
+//!   however little CPU it takes: a loop of small deflates is latency-bound (each one a
+//!   round trip through the event loop and a libuv thread), and four workers copying
+//!   took 80–95% of its speed while it used under a tenth of a core.
+//! * *neighbours*: CPU used by everyone else but the pool: this process's other
+//!   threads (V8's helpers) and other processes, in cores. The event loop is not
+//!   counted here: much of its work is taking our results.
 //! * *the event loop waiting*: the share of the window the main thread was runnable
 //!   but had no CPU. Busy with our results it waits little (it runs at a higher
 //!   priority than the workers, nice 0 against 5); a loop with JS work of its own
 //!   that the workers crowd out waits much.
 //!
-//! **The rule** (additive increase, additive decrease, with a hold):
+//! **The rule** (additive increase; decrease straight to one for the host pool,
+//! additive otherwise; with a hold):
 //!
+//! * the host pool above [`HOST_POOL_BACK_OFF_ABOVE`] cores: one big read at a time
+//!   (two workers copying still left the deflate loop 11% of its speed, one 50–100%),
+//!   and no increase for the next [`HOLD_WINDOWS`] windows;
 //! * neighbours above [`BACK_OFF_ABOVE`] cores or the event loop waiting above
 //!   [`LOOP_BACK_OFF_ABOVE`]: one fewer big read at once (at least one), and no
 //!   increase for the next [`HOLD_WINDOWS`] windows;
-//! * both below [`PROBE_BELOW`] and [`LOOP_PROBE_BELOW`], once the hold is over: one
-//!   more (at most `max`);
+//! * all three below [`HOST_POOL_PROBE_BELOW`], [`PROBE_BELOW`] and
+//!   [`LOOP_PROBE_BELOW`], once the hold is over: one more (at most `max`);
 //! * in between: keep the limit. The gap between the thresholds is the hysteresis
 //!   that keeps it from flapping.
+//!
+//! A burst of big reads after a pause ([`STALE_AFTER`]) starts again at `max`
+//! ([`Governor::restart`]): what others did before says little about now, and one
+//! window is enough to back off, while climbing back takes the hold and a window a step.
 //!
 //! **Why it is not bistable.** An earlier attempt watched our own CPU time
 //! (`getrusage`): with every worker copying, zlib slowed down, the signal went quiet
 //! exactly when it should have spoken, and the limit stayed high. Here the signal is
-//! the neighbours' *use*, and the workers run at a lower priority (nice 5) than
-//! libuv's threads, so a zlib loop keeps most of a core even against four workers
-//! (82% in a measurement here): the signal stays loud while the workers crowd it,
-//! louder once they back off, and falls only when the neighbour stops. Waiting time
-//! alone could not tell our own GC helpers, busy with our results, from a zlib loop
-//! (both waited 60–80% with two workers copying).
+//! the neighbours' *demand*: the host pool's threads want more once the workers back
+//! off (a deflate loop went from 0.19 to 0.36 cores of use and waiting), not less, and
+//! want nothing only when their work stops. A CPU-bound neighbour elsewhere keeps most
+//! of a core even against four workers, which run at a lower priority (nice 5). Our own
+//! GC helpers, busy with our results, are kept out of the host pool's count: counted
+//! with it (libuv < 1.50 names no thread), a deflate loop's 0.1–0.2 cores drowned in
+//! their 0.15–0.45, and the limit never moved.
 //!
 //! Where the OS gives no such count (not Linux, or `--cfg fairfs_portable`) the
 //! limit stays fixed at [`fixed_limit`], as before.
