@@ -22,8 +22,7 @@ pub const LIBUV_THREAD_NAME: &[u8] = b"libuv-worker";
 /// (or smaller than expected) must not be held longer than this.
 pub const CENSUS_TIMEOUT: Duration = Duration::from_millis(20);
 
-/// Threads found by the census, and the jobs still expected at its barrier.
-#[derive(Default)]
+/// Threads found by the census, and the jobs that arrived at its barrier.
 struct Census {
     /// Thread ids (Linux `gettid`) of the host pool's threads found so far.
     threads: Vec<i32>,
@@ -74,7 +73,8 @@ pub fn is_host_pool_thread(tid: i32, name: &[u8], known: &[i32]) -> bool {
 /// How many of this process's threads are the host pool's, named or found (0 where
 /// the OS does not tell).
 pub fn count() -> usize {
-    crate::sys::count_threads(|tid, name| is_host_pool_thread(tid, name, &known()))
+    let known = known();
+    crate::sys::count_threads(|tid, name| is_host_pool_thread(tid, name, &known))
 }
 
 /// The host pool's threads the census found.
