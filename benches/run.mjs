@@ -132,6 +132,9 @@ async function main() {
   }
   removeAllTmpDirs()
   meta.durationSeconds = (performance.now() - t0) / 1000
+  // Taken again at the end: what the pool ran with (the census of libuv's threads, if
+  // any, has finished by now).
+  meta.fairfsPool = fairfs.stats()
 
   fs.mkdirSync(OUT_DIR, { recursive: true })
   fs.writeFileSync(path.join(OUT_DIR, 'results.json'), `${JSON.stringify({ ...meta, results }, null, 2)}\n`)

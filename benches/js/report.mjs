@@ -74,6 +74,15 @@ export function ratioSvg(results, subtitle) {
 }
 
 /** summary.md: machine header, the command, then every benchmark's section. */
+/** The pool settings a run used, from `fairfs.stats()` (the fallback backend has none). */
+function describePool(s) {
+  if (s.backend !== 'native') return `${s.backend} backend (node:fs)`
+  const limit = s.largeLimitAdaptive
+    ? `big-read limit adaptive up to ${s.largeLimitMax} (src/contention.rs; ${s.libuvThreads} libuv threads watched)`
+    : `big-read limit fixed at ${s.largeLimit}`
+  return `${s.threads} threads, ${s.chunkSize / 1024} KiB chunks, ${limit}, nice ${s.nice}`
+}
+
 export function summaryMarkdown(meta, results) {
   const m = meta.machine
   const header = [
@@ -82,7 +91,7 @@ export function summaryMarkdown(meta, results) {
     `- Machine: ${m.cpu}, ${m.cores} logical cores, ${m.memoryGiB} GiB RAM`,
     `- OS: ${m.os}, kernel ${m.kernel}; load average at start: ${m.loadAverage}`,
     `- Node: ${m.node} (${m.nodePath})`,
-    `- fairfs pool: ${meta.fairfsPool.threads} threads, ${meta.fairfsPool.chunkSize / 1024} KiB chunks; UV_THREADPOOL_SIZE=${m.uvThreadpoolSize ?? 'unset (4)'}`,
+    `- fairfs pool: ${describePool(meta.fairfsPool)}; UV_THREADPOOL_SIZE=${m.uvThreadpoolSize ?? 'unset (4)'}`,
     `- Command: \`${meta.command}\` (${meta.quick ? 'quick smoke run' : 'full run'}), started ${meta.startedAt}, took ${meta.durationSeconds.toFixed(0)} s`,
     '- Method: each comparison runs in one process; after an untimed warm-up round the sides run interleaved, in rotated order, over several rounds; figures are medians over rounds.',
     '- Ratios are oriented so that > 1 means fairfs is better: rates are fairfs ÷ node, times are node ÷ fairfs.',
