@@ -54,6 +54,12 @@ export declare function init(onComplete: (batch: Array<number | Buffer | [number
  */
 export declare function newFlow(): number
 
+/**
+ * A stream's open on the JS thread, for a regular file whose lookup is cached: its
+ * fd, or null (nothing opened; `openPath` then opens it on the pool).
+ */
+export declare function openCached(path: string | Uint8Array, flags: number): number | null
+
 /** Opens `path`; the result is the fd. Returns the request id. */
 export declare function openPath(path: string | Uint8Array, flags: number, mode: number): number
 
@@ -111,6 +117,13 @@ export interface PoolStats {
  * `readPath`); `null` otherwise (then read it through the pool with `readPath`).
  */
 export declare function readCached(path: string, flags: number, maxSize: number, text: number): Buffer | number | null
+
+/**
+ * A stream's read on the JS thread, into `buffer` at `position`, of data already in
+ * the page cache: the bytes read (fewer at the end of the file or where only part is
+ * cached), or null where it would wait or fails (`readChunk` then reads it).
+ */
+export declare function readCachedInto(fd: number, position: number, buffer: Buffer): number | null
 
 /**
  * Reads up to `length` bytes of `fd` at `position` (negative: the current

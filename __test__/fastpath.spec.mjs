@@ -2,7 +2,8 @@
 // pool path give the same results and errors; both are exercised.
 import test from 'ava'
 import fs from 'node:fs'
-import { fairfs, nativeOnly, emulated, portable, makeFile, tmpPath, bothCallback, bothPromise } from './helpers.mjs'
+import os from 'node:os'
+import { fairfs, nativeOnly, emulated, portable, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
 const cases = () => {
   const { path } = makeFile(3000)
@@ -68,4 +69,69 @@ test.serial('a loop of cached reads does not starve timers and I/O', async (t) =
   clearTimeout(timer)
   t.true(timerFired, `the timer never fired during ${reads} reads`)
   t.true(reads > 0)
+})
+
+/** A stream's bytes and the names of its events, in order. */
+async function streamEvents(stream) {
+  const events = []
+  const chunks = []
+  for (const name of ['open', 'ready', 'end', 'close']) stream.on(name, () => events.push(name))
+  stream.on('data', (chunk) => {
+    events.push('data')
+    chunks.push(chunk)
+  })
+  await new Promise((resolve, reject) => stream.on('close', resolve).on('error', reject))
+  return { bytes: Buffer.concat(chunks), events }
+}
+
+const streamFastPathWorks = () => {
+  const [major, minor] = os.release().split('.').map(Number)
+  return (major > 5 || (major === 5 && minor >= 12)) && !emulated && !portable
+}
+
+for (const fastPath of [true, false]) {
+  nativeOnly(test.serial)(`fastPath ${fastPath}: a small file's stream gives node:fs's bytes and events, through the pool only for what may wait`, async (t) => {
+    fairfs.configure({ fastPath })
+    t.teardown(() => fairfs.configure({ fastPath: true }))
+    const { path, data } = makeFile(1000)
+    fs.readFileSync(path)
+    // As @fastify/send asks for a file: its whole range.
+    for (const options of [{ start: 0, end: 999 }, { start: 10, end: 99 }, {}, { highWaterMark: 100 }]) {
+      const before = fairfs.stats()
+      const ours = await streamEvents(fairfs.createReadStream(path, options))
+      const trips = fairfs.stats().completed - before.completed
+      const node = await streamEvents(fs.createReadStream(path, options))
+      t.deepEqual(ours, node, JSON.stringify(options))
+      t.true(ours.bytes.equals(data.subarray(options.start ?? 0, (options.end ?? 999) + 1)))
+      // A range within the file is one block: on the pool that is an open, a read and a
+      // close. With the fast path the open and the read stay on this thread. (Without
+      // `end`, read-ahead issues several blocks at once, as many trips either way.)
+      if (options.end !== undefined) {
+        t.is(trips, fastPath && streamFastPathWorks() ? 1 : 3, `${JSON.stringify(options)}: pool trips`)
+      }
+    }
+  })
+}
+
+nativeOnly(test.serial)('a stream opened on this thread emits open after the caller\'s own code and microtasks, as node:fs', async (t) => {
+  const { path } = makeFile(100)
+  fs.readFileSync(path)
+  for (const create of [fairfs.createReadStream, fs.createReadStream]) {
+    const stream = create(path, { start: 0, end: 99 })
+    await null
+    await Promise.resolve()
+    const fd = await new Promise((resolve) => stream.once('open', resolve))
+    t.is(typeof fd, 'number')
+    stream.resume()
+    await new Promise((resolve) => stream.on('close', resolve))
+  }
+})
+
+nativeOnly(test.serial)('a stream opened on this thread and destroyed at once closes its fd', async (t) => {
+  const { path } = makeFile(100)
+  fs.readFileSync(path)
+  const streams = Array.from({ length: 20 }, () => fairfs.createReadStream(path, { start: 0, end: 99 }))
+  for (const stream of streams) stream.destroy()
+  await Promise.all(streams.map((s) => new Promise((resolve) => s.on('close', resolve))))
+  t.is(fdsOpenOn(path), 0)
 })

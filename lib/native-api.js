@@ -14,7 +14,7 @@ const { binding: native, track, nativeError, setMaxLength, getMaxLength, setMaxU
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure } = require('./configure')
-const { ReadStream, createReadStream, setReadAhead, getReadAhead } = require('./read-stream')
+const { ReadStream, createReadStream, setReadAhead, getReadAhead, setStreamFastPath } = require('./read-stream')
 const { hold } = require('./filehandle')
 
 /**
@@ -293,7 +293,10 @@ function configure(options) {
   if (readAhead !== undefined) setReadAhead(readAhead)
   if (maxLength !== undefined) setMaxLength(maxLength)
   if (maxUnsizedLength !== undefined) setMaxUnsizedLength(maxUnsizedLength)
-  if (fast !== undefined) fastPath = fast
+  if (fast !== undefined) {
+    fastPath = fast
+    setStreamFastPath(fast)
+  }
 }
 
 /**

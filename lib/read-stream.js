@@ -38,6 +38,22 @@ function filled(buf, n) {
   return n === buf.length ? buf : buf.subarray(0, n)
 }
 
+/** A stream's open on this thread (see setStreamFastPath): the fd, or null. */
+function openCached(nativePath, flags) {
+  try {
+    return binding.openCached(nativePath, flags)
+  } catch {
+    return null // a path the pool's open reports as an error
+  }
+}
+
+/** A block read on this thread if the page cache holds it: the bytes, or null. */
+function readCached(fd, position, size) {
+  const buf = Buffer.allocUnsafe(size)
+  const n = binding.readCachedInto(fd, position, buf)
+  return n === null ? null : filled(buf, n)
+}
+
 /** node:fs's copyObject: own and inherited enumerable options. */
 function copyOptions(source) {
   const copy = {}
@@ -46,6 +62,19 @@ function copyOptions(source) {
 }
 
 let defaultReadAhead = 4
+
+// The fast path for streams (configure({ fastPath })): a regular file whose lookup is
+// cached is opened on the JS thread, and a first block of up to kFastReadMax bytes that
+// is in the page cache is read there, neither of which can wait for the disk
+// (src/cached.rs). A small file's stream then needs no trip through the pool: under
+// load each trip took 1-2 ms (a worker to wake, then the event loop), more than all of
+// a small file's syscalls. Outcomes still arrive as macrotasks, as the pool's do.
+let fastPath = true
+const kFastReadMax = 64 * 1024
+
+function setStreamFastPath(on) {
+  fastPath = on
+}
 // A positioned read fetches up to kBlockChunks highWaterMark chunks at once, within
 // [kMinBlock, kMaxBlock] bytes. A kept chunk keeps its whole block alive, so the
 // block stays small relative to the chunks.
@@ -224,9 +253,20 @@ class ReadStream extends Readable {
         this.emit('ready')
       })
     }
+    const flags = stringToFlags(this.flags)
+    const fd = fastPath ? openCached(this._nativePath.native, flags) : null
+    if (fd !== null) {
+      setImmediate(() => {
+        this.fd = fd
+        callback()
+        this.emit('open', fd)
+        this.emit('ready')
+      })
+      return
+    }
     let id
     try {
-      id = binding.openPath(this._nativePath.native, stringToFlags(this.flags), this.mode)
+      id = binding.openPath(this._nativePath.native, flags, this.mode)
     } catch (err) {
       return callback(err)
     }
@@ -345,6 +385,7 @@ class ReadStream extends Readable {
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
     const release = this._handle && !replacedRead ? hold(this._handle) : null
     let id
+    let cached = null
     const done = (result) => {
       release?.()
       this.#ids.delete(id)
@@ -375,6 +416,12 @@ class ReadStream extends Readable {
       id = binding.readChunkInto(this.fd, position, buf, this.#flow)
       this.#ids.add(id)
       track(id, (n) => done(typeof n === 'number' ? filled(buf, n) : n))
+    } else if (seq === 0 && position >= 0 && size <= kFastReadMax && fastPath && !this._handle &&
+      (cached = readCached(this.fd, position, size)) !== null) {
+      // In the page cache: read here (see setStreamFastPath), delivered as a macrotask.
+      id = {}
+      this.#ids.add(id)
+      setImmediate(done, cached)
     } else {
       // The first block (most small files' only one) reads into pooled memory, copied
       // out when small, and needs no flow of its own.
@@ -535,4 +582,4 @@ function createReadStream(path, options) {
   return new ReadStream(path, options)
 }
 
-module.exports = { ReadStream, createReadStream, setReadAhead, getReadAhead }
+module.exports = { ReadStream, createReadStream, setReadAhead, getReadAhead, setStreamFastPath }

@@ -110,6 +110,63 @@ fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
     Cached::Miss
 }
 
+/// A stream's open on the calling thread: the fd of `path` (opened with `flags`, as the
+/// pool's open would, without waiting) if it is a regular file whose lookup is cached;
+/// `None`, with nothing opened, for anything else.
+///
+/// It looks with `O_PATH` first, which opens nothing: a FIFO or a device is left to
+/// the pool's open (`chunk::OpenJob`), which knows how to wait for them, and no FIFO's
+/// writer is ever woken by an open we then close. Should the path change between the
+/// look and the open into something not regular, that fd is handed over as the pool's
+/// open would hand it (blocking again), and reads find out what it is.
+pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    {
+        if flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) != 0 {
+            return None;
+        }
+        let nonblocking = sys::nonblocking_open_flags(flags)?;
+        let look = || sys::open_cached(path, libc::O_PATH);
+        let probe = open_unless_lacking(&KERNEL_LACKS_OPENAT2, look)?;
+        let regular = sys::fstat(probe).is_ok_and(|st| st.is_regular);
+        let _ = sys::close(probe);
+        if !regular {
+            return None;
+        }
+        let fd = sys::open_cached(path, nonblocking | libc::O_NOCTTY).ok()?;
+        match sys::fstat(fd) {
+            Ok(st) if !st.is_regular => {
+                let _ = sys::set_blocking(fd);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let _ = sys::close(fd);
+                return None;
+            }
+        }
+        Some(fd)
+    }
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = (path, flags);
+        None
+    }
+}
+
+/// Reads into `buf` at `position` of `fd` on the calling thread if the data is in the
+/// page cache (`preadv2(RWF_NOWAIT)`): the bytes read, which may be fewer than asked
+/// (the end of the file, or only part cached); `None` where it would wait, fails, or
+/// the OS has no such read. Then the pool reads it and reports any error.
+pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return sys::read_nowait_at(fd, buf, position).ok();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = (fd, buf, position);
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +209,48 @@ mod tests {
             Cached::Opened(fd) => sys::close(fd).unwrap(),
             other => assert!(sys::open_cached(&c(&fifo), libc::O_RDONLY | libc::O_NONBLOCK).is_err(), "{other:?}"),
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    #[test]
+    fn a_stream_opens_and_reads_a_cached_regular_file_here_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("fairfs-cached-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("small");
+        std::fs::write(&file, b"hello, world").unwrap();
+        let _ = std::fs::read(&file);
+        let Some(fd) = open_regular(&c(&file), libc::O_RDONLY) else {
+            // No openat2 (before Linux 5.12, or a seccomp filter): always a clean miss.
+            assert!(sys::open_cached(&c(&file), libc::O_RDONLY).is_err());
+            return std::fs::remove_dir_all(&dir).unwrap();
+        };
+        let mut buf = [0u8; 5];
+        assert_eq!(read_at(fd, &mut buf, 7), Some(5));
+        assert_eq!(&buf, b"world");
+        assert_eq!(read_at(fd, &mut buf, 10), Some(2), "short at the end of the file");
+        assert_eq!(read_at(fd, &mut buf, 12), Some(0), "the end");
+        sys::close(fd).unwrap();
+        assert_eq!(open_regular(&c(&file), libc::O_RDWR), None, "writable flags");
+        assert_eq!(open_regular(&c(&dir), libc::O_RDONLY), None, "a directory: the pool's open reports it");
+        assert_eq!(open_regular(&c(&dir.join("missing")), libc::O_RDONLY), None);
+        // A FIFO is not opened at all (O_PATH looks without opening): a writer waiting
+        // for a reader stays waiting, and the pool's open handles it.
+        let fifo = dir.join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer_path = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            let opened = std::fs::OpenOptions::new().write(true).open(&writer_path);
+            tx.send(()).unwrap();
+            drop(opened);
+        });
+        assert_eq!(open_regular(&c(&fifo), libc::O_RDONLY), None);
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err(), "the writer still waits");
+        // Let the writer go: a reader that opens and closes.
+        drop(std::fs::File::open(&fifo).unwrap());
+        rx.recv().unwrap();
+        writer.join().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -444,6 +444,24 @@ pub fn read_chunk_into(env: Env, fd: i32, position: f64, mut buffer: BufferSlice
     })
 }
 
+/// A stream's open on the JS thread, for a regular file whose lookup is cached: its
+/// fd, or null (nothing opened; `openPath` then opens it on the pool).
+#[napi]
+pub fn open_cached(path: Either<String, &[u8]>, flags: i32) -> Result<Option<i32>> {
+    Ok(crate::cached::open_regular(&c_path(&path)?, flags))
+}
+
+/// A stream's read on the JS thread, into `buffer` at `position`, of data already in
+/// the page cache: the bytes read (fewer at the end of the file or where only part is
+/// cached), or null where it would wait or fails (`readChunk` then reads it).
+#[napi]
+pub fn read_cached_into(fd: i32, position: f64, mut buffer: BufferSlice) -> Option<u32> {
+    if position < 0.0 {
+        return None;
+    }
+    crate::cached::read_at(fd, &mut buffer, position as u64).map(|n| n as u32)
+}
+
 /// Closes `fd`. Returns the request id.
 #[napi]
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {

@@ -40,13 +40,32 @@ pub fn open_cached(path: &CStr, flags: i32) -> Result<Fd, FsError> {
 pub fn read_nowait(fd: Fd, buf: &mut Vec<u8>, len: usize) -> Result<usize, FsError> {
     let spare = buf.spare_capacity_mut();
     let len = len.min(spare.len());
-    let iov = libc::iovec { iov_base: spare.as_mut_ptr().cast(), iov_len: len };
+    let n = preadv2_nowait(fd, &mut spare[..len], 0)?;
+    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
+/// [`read_nowait`] into `buf` at file offset `pos`.
+pub fn read_nowait_at(fd: Fd, buf: &mut [u8], pos: u64) -> Result<usize, FsError> {
+    // SAFETY: initialised bytes are valid `MaybeUninit` bytes, and nothing in
+    // `preadv2_nowait` writes uninitialised ones over them.
+    let buf = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+    preadv2_nowait(fd, buf, pos)
+}
+
+/// `preadv2(fd, [buf], pos, RWF_NOWAIT)`: the bytes it read into the start of `buf`.
+fn preadv2_nowait(fd: Fd, buf: &mut [MaybeUninit<u8>], pos: u64) -> Result<usize, FsError> {
+    let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     // The raw syscall takes the offset as two longs, low half first (the high half is
-    // unused on 64-bit); offset 0 is 0 in both.
-    let (pos_lo, pos_hi): (libc::c_long, libc::c_long) = (0, 0);
-    // SAFETY: `iov` describes `len` writable bytes of `buf`'s spare capacity, which
-    // nothing else aliases while `buf` is mutably borrowed; the kernel writes at most
-    // `len` bytes there and only reads `iov`.
+    // unused on 64-bit, where the low one holds it all).
+    let (pos_lo, pos_hi) = if cfg!(target_pointer_width = "64") {
+        (pos as libc::c_long, 0)
+    } else {
+        (pos as u32 as libc::c_long, (pos >> 32) as libc::c_long)
+    };
+    // SAFETY: `iov` describes `buf`, which nothing else aliases while it is mutably
+    // borrowed; the kernel writes at most `buf.len()` bytes there and only reads `iov`.
     let n = unsafe {
         libc::syscall(
             libc::SYS_preadv2,
@@ -61,10 +80,7 @@ pub fn read_nowait(fd: Fd, buf: &mut Vec<u8>, len: usize) -> Result<usize, FsErr
     if n < 0 {
         return Err(FsError::last(Syscall::Read));
     }
-    let n = n as usize;
-    // SAFETY: the kernel initialised the first `n <= len` bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n) };
-    Ok(n)
+    Ok(n as usize)
 }
 
 /// Asks the kernel to back the 2 MiB-aligned part of `mem` with transparent huge
