@@ -97,7 +97,10 @@ export interface ConfigureOptions {
   maxLength?: number
   /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread (default 2 GiB - 1, every Node line). */
   maxUnsizedLength?: number
-  /** Read small, fully cached files on the calling thread without blocking (default true). */
+  /**
+   * Read small, fully cached files on the calling thread without blocking, and open a stream's
+   * cached regular file and read its first block (up to 64 KiB) there too (default true).
+   */
   fastPath?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
   maxOpenFiles?: number
