@@ -73,9 +73,16 @@ pub fn try_read(path: &CStr, flags: i32, max_size: usize) -> Cached {
     result
 }
 
+/// Whether an open with `flags` only reads: it neither creates, truncates nor writes,
+/// so doing it on the calling thread changes nothing a failed try would have to undo.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn only_reads(flags: i32) -> bool {
+    flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) == 0
+}
+
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
-    if flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) != 0 {
+    if !only_reads(flags) {
         return Cached::Miss;
     }
     // O_NONBLOCK: opening a FIFO must not wait for a writer here (the files we
@@ -122,7 +129,7 @@ fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
 pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     {
-        if flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_RDWR) != 0 {
+        if !only_reads(flags) {
             return None;
         }
         let nonblocking = sys::nonblocking_open_flags(flags)?;
