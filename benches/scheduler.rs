@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use fairfs::pool::DEFAULT_CHUNK_SIZE;
-use fairfs::request::ReadFileJob;
+use fairfs::read::pooled_only;
+use fairfs::request::{FilledOutcome, ReadFileJob};
 use fairfs::{read_blocking, Job, Outcome, Pool, ReadLimits, Source};
 
 const KIB: usize = 1024;
@@ -162,7 +163,7 @@ impl Submit for Pool {
 /// Both pools run the same `ReadFileJob`, so only the scheduling differs.
 fn read_job(path: &Path, chunk: usize, on_done: impl FnOnce(Outcome) + Send + 'static) -> Box<dyn Job> {
     let limits = ReadLimits { chunk_size: chunk, ..ReadLimits::default() };
-    Box::new(ReadFileJob::new(source(path), limits, on_done))
+    Box::new(ReadFileJob::new(source(path), limits, move |outcome: FilledOutcome| on_done(outcome.map(pooled_only))))
 }
 
 /// Times one small read from submission until the caller has its bytes.

@@ -39,6 +39,10 @@ pub enum Wait {
     /// Its open failed with EMFILE/ENFILE: it waits for a file to close, then tries
     /// again.
     FileClosed,
+    /// A big read, granted its bytes, waits for memory its caller lends
+    /// ([`crate::lent`]): it leaves the queue, keeping its slot and bytes, until the
+    /// caller answers ([`crate::pool::Pool::lend`]).
+    Memory(u64),
     /// It reads a source that may block for any time (a FIFO waiting for a writer, a
     /// device): it leaves the pool for a thread of its own, so that it stalls nobody,
     /// and gives back what admission granted it.

@@ -6,11 +6,11 @@
 //! at most the chunk size ([`BlockJob`]), so a stream gets what one `readFile` gets.
 
 use std::ffi::CStr;
-use std::mem::MaybeUninit;
 
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
+pub use crate::lent::{Filled, Lent};
 use crate::pool::{CancelFlag, Job, Step};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
@@ -149,45 +149,6 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
     }
 }
 
-/// Memory the caller lends a block to read into (in the binding, a JS Buffer that JS
-/// holds until the block's outcome is delivered), instead of a pooled buffer: the
-/// caller's runtime then owns the bytes as ordinary memory of its own, which its
-/// garbage collector frees as cheaply as any other (a lent pooled buffer needs a
-/// finalizer, and V8 only runs those in full collections).
-pub struct Lent {
-    ptr: *mut MaybeUninit<u8>,
-    len: usize,
-    /// Dropped with the job, after its last write: the lender may then free the memory.
-    _guard: Box<dyn Send>,
-}
-
-// SAFETY: the memory belongs to this `Lent` alone until it is dropped (see `Lent::new`),
-// so moving it to a pool thread moves the only access.
-unsafe impl Send for Lent {}
-
-impl Lent {
-    /// # Safety
-    /// `ptr..ptr + len` must stay valid for writes, and be neither read nor written by
-    /// anyone else, until `guard` is dropped.
-    pub unsafe fn new(ptr: *mut u8, len: usize, guard: Box<dyn Send>) -> Lent {
-        Lent { ptr: ptr.cast(), len, _guard: guard }
-    }
-
-    /// Its bytes from `from`, at most `max` of them.
-    fn spare(&mut self, from: usize, max: usize) -> &mut [MaybeUninit<u8>] {
-        let len = max.min(self.len.saturating_sub(from));
-        // SAFETY: `from + len <= self.len`, inside the lent memory, which only this
-        // `Lent` touches (`Lent::new`); the slice borrows `self` mutably.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(from.min(self.len)), len) }
-    }
-}
-
-/// A finished block: pooled bytes, or how many bytes went into the lent memory.
-pub enum Block {
-    Pooled(PooledBytes),
-    Lent(usize),
-}
-
 /// One block of a read stream as a pool job: up to `len` bytes at `position`, read
 /// in steps of at most `step_max` (the chunk size, also the DRR quantum), so that no
 /// step of a stream is bigger than a `readFile`'s. A read at the fd's current
@@ -214,7 +175,7 @@ pub struct BlockJob<D> {
     on_done: D,
 }
 
-impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
+impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> BlockJob<D> {
     pub fn new(
         fd: Fd,
         position: Option<u64>,
@@ -246,8 +207,8 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
     /// pooled buffer. Always positioned: a read at the current position may wait for any
     /// time, and the lender waits for the block before it frees the memory.
     pub fn into_lent(fd: Fd, position: u64, lent: Lent, step_max: usize, flow: Option<u64>, on_done: D) -> Self {
-        let mut job = Self::new(fd, Some(position), lent.len, step_max, None, flow, on_done);
-        job.len = lent.len.min(MAX_READ_SYSCALL);
+        let mut job = Self::new(fd, Some(position), lent.len(), step_max, None, flow, on_done);
+        job.len = lent.len().min(MAX_READ_SYSCALL);
         job.lent = Some((lent, 0));
         job
     }
@@ -289,7 +250,7 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> BlockJob<D> {
     }
 }
 
-impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> Job for BlockJob<D> {
+impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> Job for BlockJob<D> {
     fn step(&mut self) -> Step {
         match self.try_step() {
             Ok((done, bytes)) => Step { bytes, done },
@@ -329,10 +290,10 @@ impl<D: FnOnce(Option<Result<Block, ReadError>>) + Send + 'static> Job for Block
             (None, _, Some((lent, filled))) => {
                 // The lender may read its memory once it hears of the outcome.
                 drop(lent);
-                Ok(Block::Lent(filled))
+                Ok(Filled::Lent(filled))
             }
-            (None, Some(buf), None) => Ok(Block::Pooled(buf)),
-            (None, None, None) => Ok(Block::Pooled(PooledBytes::unpooled(Vec::new()))),
+            (None, Some(buf), None) => Ok(Filled::Pooled(buf)),
+            (None, None, None) => Ok(Filled::Pooled(PooledBytes::unpooled(Vec::new()))),
         };
         (this.on_done)(Some(outcome));
     }
@@ -391,9 +352,9 @@ mod tests {
             let (seen, flag) = (outcome.clone(), released.clone());
             // SAFETY: `memory` outlives the job, and nothing touches it until the job is done.
             let lent = unsafe { Lent::new(memory.as_mut_ptr(), room, Box::new(Flag(released.clone()))) };
-            let on_done = move |r: Option<Result<Block, ReadError>>| {
+            let on_done = move |r: Option<Result<Filled, ReadError>>| {
                 let filled = match r {
-                    Some(Ok(Block::Lent(n))) => n,
+                    Some(Ok(Filled::Lent(n))) => n,
                     _ => panic!("expected a lent block"),
                 };
                 *seen.lock().unwrap() = Some((filled, flag.load(std::sync::atomic::Ordering::SeqCst)));

@@ -10,6 +10,7 @@
 //! * [`contention`]: how many big files are read at once, from whether others want the CPU;
 //! * [`host_threads`]: which threads are libuv's pool, whose demand the governor watches;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
+//! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
 //! * `sys`: the OS calls, through libc on unix and std on Windows.
@@ -24,6 +25,7 @@ pub mod chunk;
 pub mod contention;
 pub mod error;
 pub mod host_threads;
+pub mod lent;
 mod loom;
 pub mod pack;
 pub mod parts;

@@ -10,9 +10,11 @@
 //!   `onComplete` as `[id, result, id, result, ...]`.
 //! * The threadsafe function is referenced only while reads are pending, so a
 //!   pending read keeps the process alive exactly as long as node:fs's would.
-//! * Read results reach JS without a copy, as external Buffers over pooled memory
-//!   that goes back to the buffer pool from the Buffer's finalizer, after V8 has
-//!   collected it. Small results are copied and their buffer reused at once.
+//! * Read results reach JS without a copy: a big file read alone goes into a Buffer
+//!   V8 allocates and lends it ([`lend_buffer`]); other results are external Buffers
+//!   over pooled memory that goes back to the buffer pool from the Buffer's
+//!   finalizer, after V8 has collected it. Small results are copied and their buffer
+//!   reused at once.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -23,28 +25,35 @@ use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, Threa
 use napi_derive::napi;
 
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
-use crate::chunk::{self, Block, BlockJob, Lent, OpenJob, OpenedFd};
+use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
+use crate::lent::{Filled, Lent};
 use crate::pack::{Packed, Packer};
 use crate::pool::{global, Job, Ticket};
+use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
-use crate::request::{OnceJob, ReadFileJob};
+use crate::request::{FilledOutcome, MemoryAsker, OnceJob, ReadFileJob};
 
 /// What a finished request hands back to JS.
 pub enum Delivered {
     /// A whole file.
     Bytes(std::result::Result<PooledBytes, ReadError>),
+    /// A whole file read into the Buffer this environment lent it: how many bytes.
+    LentFile(usize),
     /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
     /// text that is all ASCII (checked on the pool thread).
     Text(PooledBytes),
     /// A stream block: pooled bytes, or how many bytes went into the Buffer JS lent.
-    Chunk(std::result::Result<Block, ReadError>),
+    Chunk(std::result::Result<Filled, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
     Batch(Vec<PooledBytes>, Vec<std::result::Result<Packed, ReadError>>),
     /// Cancelled before it ran.
     Cancelled,
+    /// Not an outcome: the read waits for a Buffer of this many bytes to read into
+    /// ([`lend_buffer`]).
+    WantsMemory(u64),
 }
 
 /// Hands a finished request to its environment's completion queue.
@@ -72,8 +81,19 @@ struct EnvState {
     max_unsized_length: u64,
     /// Whether the threadsafe function currently keeps the event loop alive.
     referenced: bool,
-    /// Blocks reading into Buffers this environment lent ([`read_chunk_into`]).
+    /// Blocks and files reading into Buffers this environment lent
+    /// ([`read_chunk_into`], [`lend_buffer`]).
     lent: Arc<LentBlocks>,
+    /// The Buffers lent to whole-file reads, by request id, until their outcome.
+    lent_files: HashMap<u64, LentBuffer>,
+}
+
+/// A Buffer V8 allocated for a whole-file read, held by a strong reference until the
+/// read's outcome is delivered (JS never sees it before).
+struct LentBuffer {
+    reference: napi::sys::napi_ref,
+    data: *const u8,
+    len: usize,
 }
 
 /// Counts the blocks that may still write into an environment's memory, so that its
@@ -177,8 +197,16 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
     let waker: Waker =
         on_complete.build_threadsafe_function::<()>().callee_handled::<false>().weak::<true>().build_callback(
             move |ctx: ThreadsafeCallContext<()>| {
-                let batch = std::mem::take(&mut *queue.lock().unwrap_or_else(|p| p.into_inner()));
+                let mut batch = std::mem::take(&mut *queue.lock().unwrap_or_else(|p| p.into_inner()));
                 if let Ok(st) = state(&ctx.env) {
+                    // Reads asking for memory get it here; they are not done.
+                    batch.retain(|(id, delivered)| match delivered {
+                        Delivered::WantsMemory(size) => {
+                            lend_buffer(&ctx.env, st, *id, *size);
+                            false
+                        }
+                        _ => true,
+                    });
                     for (id, _) in &batch {
                         st.pending.remove(id);
                     }
@@ -197,6 +225,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         max_unsized_length: crate::read::DEFAULT_MAX_UNSIZED_LENGTH,
         referenced: false,
         lent: Arc::default(),
+        lent_files: HashMap::new(),
     };
     env.set_instance_data(st, (), |ctx| {
         // The environment is going away (worker terminated, process exiting): stop
@@ -212,17 +241,20 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
 /// Registers a request from this environment and submits the job `make` builds
 /// around its delivery callback.
 fn submit(env: &Env, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
-    submit_jobs(env, |deliver| vec![make(deliver)])
+    submit_jobs(env, |deliver, _| vec![make(deliver)])
 }
 
 /// Registers one request whose outcome is delivered once, through the callback
-/// `make` receives, and submits the jobs `make` builds for it.
-fn submit_jobs(env: &Env, make: impl FnOnce(Deliver) -> Vec<Box<dyn Job>>) -> Result<f64> {
+/// `make` receives, and submits the jobs `make` builds for it. `make` also gets what
+/// asks this environment to lend the request memory ([`lend_buffer`]).
+fn submit_jobs(env: &Env, make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>) -> Result<f64> {
     let st = state(env)?;
     let id = st.next_id;
     st.next_id += 1;
-    let sink = st.sink.clone();
-    let tickets = global().submit_many(make(Box::new(move |delivered| sink.deliver(id, delivered))));
+    let (sink, asking) = (st.sink.clone(), st.sink.clone());
+    let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
+    let ask: MemoryAsker = Box::new(move |size| asking.deliver(id, Delivered::WantsMemory(size)));
+    let tickets = global().submit_many(make(deliver, ask));
     st.pending.insert(id, tickets);
     set_referenced(env, st, true)?;
     Ok(id as f64)
@@ -251,7 +283,12 @@ const MAX_STRING_LENGTH: usize = (1 << 29) - 24;
 /// What a finished read delivers for the wanted `text`: bytes that are already a
 /// latin1 string (every byte of latin1; ASCII for utf-8, which decodes ASCII as it is)
 /// skip the Buffer and JS's decoding.
-fn delivered(outcome: std::result::Result<PooledBytes, ReadError>, text: u32) -> Delivered {
+fn delivered(outcome: FilledOutcome, text: u32) -> Delivered {
+    let outcome = match outcome {
+        Ok(Filled::Lent(len)) => return Delivered::LentFile(len),
+        Ok(Filled::Pooled(bytes)) => Ok(bytes),
+        Err(e) => Err(e),
+    };
     match outcome {
         Ok(bytes)
             if bytes.len() <= MAX_STRING_LENGTH && (text == TEXT_LATIN1 || (text == TEXT_UTF8 && bytes.is_ascii())) =>
@@ -264,7 +301,54 @@ fn delivered(outcome: std::result::Result<PooledBytes, ReadError>, text: u32) ->
 
 fn submit_read(env: &Env, source: Source, text: u32) -> Result<f64> {
     let limits = read_limits(env)?;
-    submit(env, |deliver| Box::new(ReadFileJob::new(source, limits, move |outcome| deliver(delivered(outcome, text)))))
+    // A big file wanted as a Buffer is read into a Buffer of V8's own, which dies
+    // young like any other; a lent pooled buffer would cost a mark-compact.
+    let lend = text == 0 && !copy_results();
+    submit_jobs(env, |deliver, ask| {
+        let job = ReadFileJob::new(source, limits, move |outcome| deliver(delivered(outcome, text)));
+        vec![Box::new(if lend { job.lending(LEND_FILES_FROM, ask) } else { job })]
+    })
+}
+
+/// Lends request `id`, waiting for memory ([`crate::admission::Wait::Memory`]), a new
+/// Buffer of `size` uninitialised bytes that V8 allocates, as `Buffer.allocUnsafeSlow`
+/// does. A reference holds it until the outcome is delivered. If V8 cannot allocate
+/// it, the read allocates its own memory instead.
+fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
+    let Some(ticket) = st.pending.get(&id).and_then(|t| t.first()).cloned() else { return };
+    let (mut data, mut value, mut reference) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: we are on this environment's JS thread; the out-pointers are valid.
+    let created = unsafe {
+        napi::sys::napi_create_buffer(env.raw(), size as usize, &mut data, &mut value) == napi::sys::Status::napi_ok
+            && napi::sys::napi_create_reference(env.raw(), value, 1, &mut reference) == napi::sys::Status::napi_ok
+    };
+    if !created || data.is_null() {
+        // Out of memory: node throws, and the error must not surface in onComplete.
+        let mut error = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut error) };
+        delete_reference(env, reference);
+        global().lend(&ticket, None);
+        return;
+    }
+    let len = size as usize;
+    // SAFETY: `data..data + len` is the new Buffer's memory, which stays valid while
+    // `reference` holds the Buffer (until the outcome is delivered, after the read
+    // let the memory go) and until the environment's teardown, which waits for the
+    // guard (`LentBlocks`). Nobody else sees the Buffer before the outcome.
+    let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent.enter())) };
+    if global().lend(&ticket, Some(lent)) {
+        st.lent_files.insert(id, LentBuffer { reference, data: data.cast_const().cast(), len });
+    } else {
+        delete_reference(env, reference);
+    }
+}
+
+fn delete_reference(env: &Env, reference: napi::sys::napi_ref) {
+    if !reference.is_null() {
+        // SAFETY: a reference this environment created and nobody deleted yet.
+        unsafe { napi::sys::napi_delete_reference(env.raw(), reference) };
+    }
 }
 
 fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
@@ -285,7 +369,7 @@ pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32, t
 }
 
 /// What a batch has so far.
-struct Filled {
+struct BatchSoFar {
     /// Outcome of each file, once it is read.
     slots: Vec<Option<std::result::Result<Packed, ReadError>>>,
     /// The slabs small results are packed into.
@@ -295,7 +379,7 @@ struct Filled {
 /// Outcomes of a batch, filled in by pool threads in any order: small results are
 /// packed into slabs as they arrive ([`crate::pack`]).
 struct BatchSlots {
-    slots: Mutex<Filled>,
+    slots: Mutex<BatchSoFar>,
     left: std::sync::atomic::AtomicUsize,
     deliver: Mutex<Option<Deliver>>,
 }
@@ -303,12 +387,12 @@ struct BatchSlots {
 impl BatchSlots {
     fn fill(&self, i: usize, outcome: std::result::Result<PooledBytes, ReadError>) {
         let mut guard = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let Filled { slots, packer } = &mut *guard;
+        let BatchSoFar { slots, packer } = &mut *guard;
         slots[i] = Some(outcome.map(|bytes| packer.pack(bytes)));
         drop(guard);
         if self.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-            let empty = Filled { slots: Vec::new(), packer: Packer::new(None) };
-            let Filled { slots, packer } =
+            let empty = BatchSoFar { slots: Vec::new(), packer: Packer::new(None) };
+            let BatchSoFar { slots, packer } =
                 std::mem::replace(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()), empty);
             let results = slots.into_iter().map(|s| s.unwrap_or(Err(ReadError::Cancelled))).collect();
             if let Some(deliver) = self.deliver.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -329,13 +413,13 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
         .map(|p| CString::new(p).map(|path| Source::Path { path, flags, mode }))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|_| Error::new(Status::InvalidArg, "path contains a NUL byte"))?;
-    submit_jobs(&env, |deliver| {
+    submit_jobs(&env, |deliver, _| {
         if sources.is_empty() {
             deliver(Delivered::Batch(Vec::new(), Vec::new()));
             return Vec::new();
         }
         let batch = Arc::new(BatchSlots {
-            slots: Mutex::new(Filled {
+            slots: Mutex::new(BatchSoFar {
                 slots: (0..sources.len()).map(|_| None).collect(),
                 packer: Packer::new(Some(buffer_pool::global())),
             }),
@@ -347,7 +431,9 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
             .enumerate()
             .map(|(i, source)| {
                 let batch = batch.clone();
-                Box::new(ReadFileJob::new(source, limits, move |outcome| batch.fill(i, outcome))) as Box<dyn Job>
+                Box::new(ReadFileJob::new(source, limits, move |outcome: FilledOutcome| {
+                    batch.fill(i, outcome.map(pooled_only))
+                })) as Box<dyn Job>
             })
             .collect()
     })
@@ -746,6 +832,20 @@ fn to_latin1_string(env: &Env, bytes: PooledBytes) -> Result<napi::sys::napi_val
     Ok(env.create_string_latin1(&*bytes)?.raw())
 }
 
+/// The lent Buffer, its memory and length; its reference is deleted.
+fn take_lent(env: &Env, lent: LentBuffer) -> Result<(Unknown<'_>, *const u8, usize)> {
+    let mut value = std::ptr::null_mut();
+    // SAFETY: on the JS thread, with a reference this environment created; the value
+    // stays alive in the current handle scope after the reference is deleted.
+    let status = unsafe { napi::sys::napi_get_reference_value(env.raw(), lent.reference, &mut value) };
+    delete_reference(env, lent.reference);
+    if status != napi::sys::Status::napi_ok || value.is_null() {
+        return Err(Error::new(Status::GenericFailure, "fairfs: a lent Buffer is gone"));
+    }
+    // SAFETY: `value` is a live value of this environment.
+    Ok((unsafe { Unknown::from_raw_unchecked(env.raw(), value) }, lent.data, lent.len))
+}
+
 fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
     match err {
         // libuv's error number and the syscall: JS names the error from Node's own
@@ -764,19 +864,36 @@ impl ToNapiValue for Batch {
     /// thread panicked), or `null` (cancelled).
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
+        let mut st = state(&env).ok();
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
         for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id as f64)?;
             let slot = 2 * i as u32 + 1;
+            // The outcome of a read lent a Buffer has come, whatever it is: the read
+            // no longer writes into the Buffer, and the reference goes.
+            let lent = st.as_mut().and_then(|st| st.lent_files.remove(&id)).map(|b| take_lent(&env, b)).transpose()?;
             match delivered {
+                Delivered::LentFile(filled) => match lent {
+                    Some((buffer, _, len)) if filled == len => out.set(slot, buffer)?,
+                    // The file shrank after fstat: a Buffer of what was read.
+                    Some((_, data, len)) => {
+                        // SAFETY: `data..data + len` is the lent Buffer's memory, alive
+                        // in this scope, and the read that wrote `filled <= len` bytes
+                        // of it has finished.
+                        let bytes = unsafe { std::slice::from_raw_parts(data, filled.min(len)) };
+                        out.set(slot, BufferSlice::copy_from(&env, bytes)?)?
+                    }
+                    None => out.set(slot, error_to_js(&env, ReadError::Panicked)?)?,
+                },
+                Delivered::WantsMemory(_) => out.set(slot, error_to_js(&env, ReadError::Panicked)?)?,
                 Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
                 Delivered::Text(bytes) => {
                     let value = to_latin1_string(&env, bytes)?;
                     // SAFETY: `value` was just created in this environment.
                     out.set(slot, unsafe { Unknown::from_raw_unchecked(raw_env, value) })?
                 }
-                Delivered::Chunk(Ok(Block::Pooled(bytes))) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
-                Delivered::Chunk(Ok(Block::Lent(filled))) => out.set(slot, filled as f64)?,
+                Delivered::Chunk(Ok(Filled::Pooled(bytes))) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
+                Delivered::Chunk(Ok(Filled::Lent(filled))) => out.set(slot, filled as f64)?,
                 Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,
                 Delivered::Bytes(Err(e))

@@ -12,6 +12,7 @@
 //! * A part that meets end of file early (the file shrank) lowers the result's end,
 //!   and nothing past it is handed out. The result is the prefix up to the lowest end
 //!   seen: what a sequential read would give.
+//! * The buffer is pooled, or memory the caller lent ([`crate::lent`]).
 //! * [`Parts`] owns the buffer. It waits for every part handed out before it gives
 //!   the buffer away ([`Parts::finish`]) or frees it (drop), so a part never writes
 //!   into memory that anyone else can see.
@@ -20,6 +21,7 @@ use std::mem::MaybeUninit;
 
 use crate::buffer_pool::PooledBytes;
 use crate::error::{FsError, Syscall};
+use crate::lent::{Filled, Lent};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::sys::{self, Fd};
 
@@ -47,22 +49,30 @@ impl Shared {
     }
 }
 
+/// The memory parts are read into.
+#[derive(Debug)]
+enum Memory {
+    Pooled(PooledBytes),
+    Lent(Lent),
+}
+
 /// The owner's side: the result buffer and the parts of it handed out so far.
 #[derive(Debug)]
 pub struct Parts {
     shared: Arc<Shared>,
     fd: Fd,
-    buf: PooledBytes,
-    /// The start of `buf`'s spare capacity, taken once so that parts never need a
-    /// reference to the buffer while others write into it.
+    memory: Memory,
+    /// The start of the memory (a pooled buffer's spare capacity), taken once so that
+    /// parts never need a reference to it while others write into it.
     base: *mut MaybeUninit<u8>,
     size: usize,
     /// Bytes handed out so far, from the start.
     claimed: usize,
 }
 
-// SAFETY: `base` points into `buf`, which `Parts` owns and moves with it; the heap
-// block does not move. Parts are only handed out through `&mut self`.
+// SAFETY: `base` points into `memory`, which `Parts` owns and moves with it; a pooled
+// buffer's heap block does not move, and lent memory never moves. Parts are only
+// handed out through `&mut self`.
 unsafe impl Send for Parts {}
 
 /// One stretch of the result buffer, read by whichever thread holds it. The owner
@@ -88,11 +98,23 @@ impl Parts {
         let spare = buf.vec_mut().spare_capacity_mut();
         assert!(spare.len() >= size, "the buffer must hold the whole file");
         let base = spare.as_mut_ptr();
+        Parts::over(fd, Memory::Pooled(buf), base, size)
+    }
+
+    /// Parts of a `size`-byte read of `fd` into the memory `lent` (of `size` bytes
+    /// or more); as [`Parts::new`].
+    pub fn into_lent(fd: Fd, mut lent: Lent, size: usize) -> Parts {
+        assert!(lent.len() >= size, "the memory must hold the whole file");
+        let base = lent.base();
+        Parts::over(fd, Memory::Lent(lent), base, size)
+    }
+
+    fn over(fd: Fd, memory: Memory, base: *mut MaybeUninit<u8>, size: usize) -> Parts {
         let shared = Arc::new(Shared {
             tally: Mutex::new(Tally { in_flight: 0, end: size, error: None }),
             idle: Condvar::new(),
         });
-        Parts { shared, fd, buf, base, size, claimed: 0 }
+        Parts { shared, fd, memory, base, size, claimed: 0 }
     }
 
     /// Bytes not handed out yet.
@@ -134,20 +156,27 @@ impl Parts {
     }
 
     /// Waits for the parts in flight, then gives the result: the bytes up to the
-    /// lowest end of file seen, or the first error.
-    pub fn finish(mut self) -> Result<PooledBytes, FsError> {
+    /// lowest end of file seen, or the first error. Lent memory is let go first.
+    pub fn finish(mut self) -> Result<Filled, FsError> {
         let tally = self.wait();
         if let Some(e) = tally.error {
             return Err(e);
         }
         let len = tally.end.min(self.claimed);
         drop(tally);
-        let mut buf = std::mem::replace(&mut self.buf, PooledBytes::unpooled(Vec::new()));
-        // SAFETY: no part is in flight, and parts covering [0, claimed) each either
-        // filled their stretch or lowered `end` to where their data stops, so the
-        // first `len` bytes are initialised.
-        unsafe { buf.vec_mut().set_len(len) };
-        Ok(buf)
+        match std::mem::replace(&mut self.memory, Memory::Pooled(PooledBytes::unpooled(Vec::new()))) {
+            Memory::Pooled(mut buf) => {
+                // SAFETY: no part is in flight, and parts covering [0, claimed) each
+                // either filled their stretch or lowered `end` to where their data
+                // stops, so the first `len` bytes are initialised.
+                unsafe { buf.vec_mut().set_len(len) };
+                Ok(Filled::Pooled(buf))
+            }
+            Memory::Lent(lent) => {
+                drop(lent);
+                Ok(Filled::Lent(len))
+            }
+        }
     }
 }
 
@@ -253,7 +282,7 @@ mod tests {
         let threads: Vec<_> = handed.into_iter().rev().map(|mut p| std::thread::spawn(move || p.read())).collect();
         let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert_eq!(total, data.len());
-        assert_eq!(parts.finish().unwrap(), data);
+        assert_eq!(parts.finish().unwrap().into_pooled().unwrap(), data);
     }
 
     #[test]
@@ -270,7 +299,11 @@ mod tests {
         });
         first.read();
         drop(first);
-        assert_eq!(parts.finish().unwrap(), data, "finish returned before the second part was read");
+        assert_eq!(
+            parts.finish().unwrap().into_pooled().unwrap(),
+            data,
+            "finish returned before the second part was read"
+        );
         assert_eq!(reader.join().unwrap(), 100_000);
     }
 
@@ -287,7 +320,34 @@ mod tests {
         assert!(parts.claim(100_000).is_none(), "nothing is handed out past end of file");
         assert_eq!(a.read(), 100_000);
         drop(a);
-        assert_eq!(parts.finish().unwrap(), &data[..150_000]);
+        assert_eq!(parts.finish().unwrap().into_pooled().unwrap(), &data[..150_000]);
+    }
+
+    #[test]
+    fn parts_fill_lent_memory_and_let_it_go_when_done() {
+        struct Released(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Released {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let data = pattern(300_000);
+        let f = file("lent", &data);
+        let mut memory = vec![0u8; data.len()];
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // SAFETY: `memory` outlives the parts and is untouched until `finish` returns.
+        let lent = unsafe { Lent::new(memory.as_mut_ptr(), memory.len(), Box::new(Released(released.clone()))) };
+        let mut parts = Parts::into_lent(f.as_raw_fd(), lent, data.len());
+        let mut a = parts.claim(100_000).unwrap();
+        f.set_len(150_000).unwrap(); // shrinks while it is read
+        let mut b = parts.claim(100_000).unwrap();
+        std::thread::spawn(move || b.read()).join().unwrap();
+        a.read();
+        drop(a);
+        assert!(!released.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(matches!(parts.finish(), Ok(Filled::Lent(150_000))), "the bytes up to the new end");
+        assert!(released.load(std::sync::atomic::Ordering::SeqCst), "let go by finish");
+        assert_eq!(memory[..150_000], data[..150_000]);
     }
 
     #[test]
@@ -297,7 +357,7 @@ mod tests {
         let mut parts = parts_of(&dir, 10);
         parts.claim(5).unwrap().read();
         assert!(parts.claim(5).is_none());
-        assert_eq!(parts.finish(), Err(FsError::new(libc::EISDIR, Syscall::Read)));
+        assert_eq!(parts.finish().map(Filled::into_pooled), Err(FsError::new(libc::EISDIR, Syscall::Read)));
     }
 
     #[test]
@@ -307,6 +367,6 @@ mod tests {
         let mut parts = parts_of(&f, 20);
         drop(parts.claim(10).unwrap());
         assert!(parts.claim(10).is_none());
-        assert_eq!(parts.finish(), Err(FsError::cancelled(Syscall::Read)));
+        assert_eq!(parts.finish().map(Filled::into_pooled), Err(FsError::cancelled(Syscall::Read)));
     }
 }

@@ -13,12 +13,13 @@
 //! There is one pool per process ([`global`]), created on first use and shared by
 //! every Node environment (main thread and worker_threads) that loads the addon.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, Limits, Wait};
 use crate::contention::{self, Demand, Governor};
+use crate::lent::Lent;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::loom::thread;
@@ -103,6 +104,15 @@ pub trait Job: Send + 'static {
     }
     /// The bytes [`Wait::Bytes`] asked for are granted: the next step may allocate.
     fn grant(&mut self) {}
+    /// The job waits for memory its caller lends ([`Wait::Memory`]): what asks the
+    /// caller for it, called with the size outside the pool's lock. The answer comes
+    /// through [`Pool::lend`]. `None`: nobody to ask, it gets no memory.
+    fn memory_asker(&mut self) -> Option<Box<dyn FnOnce(u64) + Send>> {
+        None
+    }
+    /// The memory [`Wait::Memory`] asked for, or `None` where the caller has none (the
+    /// job then allocates its own).
+    fn lend(&mut self, _memory: Option<Lent>) {}
     /// The bytes were refused: close the job's own file, so that it waits for them
     /// holding nothing. It asks again after its next step.
     fn suspend(&mut self) {}
@@ -179,6 +189,8 @@ pub struct Stats {
     pub max_bytes_in_flight: u64,
     /// Reads waiting for admission (a slot, their bytes, or a close after EMFILE).
     pub waiting: usize,
+    /// Admitted big reads waiting for memory their caller lends ([`Wait::Memory`]).
+    pub awaiting_memory: usize,
     /// Reads of sources that may block for long (FIFOs, devices), each on a thread
     /// of its own outside the pool.
     pub own_threads: usize,
@@ -265,6 +277,9 @@ struct State {
     nice: i32,
     /// Reads that are not admitted yet, and what admitted ones hold.
     admission: Admission<Entry>,
+    /// Admitted reads waiting for memory their caller lends ([`Wait::Memory`]), by id;
+    /// they keep their slot and bytes, and [`Pool::lend`] puts them back in the queue.
+    awaiting_memory: HashMap<u64, Entry>,
     /// Reads whose open met EMFILE/ENFILE while the pool held no file: retried at
     /// `retry_at`, since no close of ours will come to wake them.
     retry: VecDeque<Entry>,
@@ -404,6 +419,7 @@ impl Pool {
                 split_waiting: false,
                 nice: DEFAULT_NICE,
                 admission: Admission::new(default_limits()),
+                awaiting_memory: HashMap::new(),
                 retry: VecDeque::new(),
                 retry_at: None,
                 cancel_later: Vec::new(),
@@ -506,6 +522,7 @@ impl Pool {
         let is_one = |e: &Entry| ids.contains(&e.id);
         let mut removed = state.queue.remove_all(is_one);
         removed.extend(state.admission.remove_all(is_one));
+        removed.extend(tickets.iter().filter_map(|t| state.awaiting_memory.remove(&t.id)));
         let (retry, kept): (VecDeque<Entry>, VecDeque<Entry>) = state.retry.drain(..).partition(is_one);
         state.retry = kept;
         removed.extend(retry);
@@ -529,6 +546,13 @@ impl Pool {
             entry.job.cancel();
         }
         n
+    }
+
+    /// Hands a read waiting for memory ([`Wait::Memory`]) the memory its caller lends,
+    /// or `None` if the caller has none; the read goes back in the queue. Returns
+    /// whether it was waiting: if not (it was cancelled), `memory` is let go.
+    pub fn lend(&self, ticket: &Ticket, memory: Option<Lent>) -> bool {
+        lend_to(&self.shared, ticket.id, memory)
     }
 
     /// Forgets keyed flow `key` (its stream has closed) once none of its requests is
@@ -629,6 +653,7 @@ impl Pool {
             bytes_in_flight: state.admission.bytes(),
             max_bytes_in_flight: state.admission.limits().max_bytes,
             waiting: state.admission.waiting() + state.retry.len(),
+            awaiting_memory: state.awaiting_memory.len(),
             own_threads: self.shared.own_threads.load(Ordering::Relaxed),
             stream_flows: state.queue.keyed_flows(),
         }
@@ -644,6 +669,7 @@ impl Drop for Pool {
             let mut all = state.queue.drain();
             all.extend(state.admission.drain());
             all.extend(state.retry.drain(..));
+            all.extend(state.awaiting_memory.drain().map(|(_, entry)| entry));
             all.append(&mut state.cancel_later);
             all
         };
@@ -814,10 +840,15 @@ fn requeue<'a>(
             run_on_own_thread(shared, entry);
             return (lock(shared), admitted);
         }
+        Wait::Memory(size) => return await_memory(shared, state, flow.item, size),
         Wait::Bytes(size) => {
             if state.admission.grant(size) {
                 flow.item.granted += size;
                 flow.item.job.grant();
+                if let Wait::Memory(_) = flow.item.job.wait() {
+                    state.queue.end(flow.turn(), bytes);
+                    return await_memory(shared, state, flow.item, size);
+                }
             } else {
                 // Wait for the bytes holding nothing: the file closes outside the lock,
                 // then the read joins the queue for memory, oldest first.
@@ -866,6 +897,48 @@ fn requeue<'a>(
     state.queue.put_back(flow, bytes);
     state.split_waiting = false;
     (state, 0)
+}
+
+/// Sets aside an admitted read that waits for memory its caller lends, keeping its
+/// slot and bytes, and asks the caller (outside the lock) for `size` bytes.
+fn await_memory<'a>(
+    shared: &'a Arc<Shared>,
+    mut state: MutexGuard<'a, State>,
+    mut entry: Entry,
+    size: u64,
+) -> (MutexGuard<'a, State>, usize) {
+    if state.admission.bytes() > size {
+        // Other big reads are in flight. Their results live long enough to outlast
+        // young collections (node:fs's own run a mark-compact per few reads then), so
+        // lent memory would no longer die young, and is fresh (page faults) where
+        // pooled memory is warm: the read allocates its own.
+        entry.job.lend(None);
+        state.enqueue(entry);
+        return (state, 0);
+    }
+    let (id, ask) = (entry.id, entry.job.memory_asker());
+    state.awaiting_memory.insert(id, entry);
+    drop(state);
+    match ask {
+        Some(ask) => ask(size),
+        None => _ = lend_to(shared, id, None),
+    }
+    (lock(shared), 0)
+}
+
+/// [`Pool::lend`].
+fn lend_to(shared: &Shared, id: u64, memory: Option<Lent>) -> bool {
+    let mut state = lock(shared);
+    let Some(mut entry) = state.awaiting_memory.remove(&id) else { return false };
+    entry.job.lend(memory);
+    state.enqueue(entry);
+    state.split_waiting = false;
+    let wake = state.idle > 0;
+    drop(state);
+    if wake {
+        shared.work_ready.notify_one();
+    }
+    true
 }
 
 /// Runs one step (or, if `may_split`, a piece) of a checked-out request outside the
@@ -1699,7 +1772,7 @@ mod loom_tests {
             Step { bytes, done: !parts.has_more() }
         }
         fn complete(mut self: Box<Self>) {
-            assert_eq!(self.parts.take().unwrap().finish().unwrap(), vec![0u8; 3]);
+            assert_eq!(self.parts.take().unwrap().finish().unwrap().into_pooled().unwrap(), vec![0u8; 3]);
             self.ended.fetch_add(1, Ordering::SeqCst);
         }
         fn cancel(mut self: Box<Self>) {
@@ -1784,6 +1857,77 @@ mod loom_tests {
             drop(pool);
             assert_eq!(a.load(Ordering::SeqCst), 1, "a is not cancelled, so it completes");
             assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
+        });
+    }
+
+    /// A read that, granted its byte, waits for lent memory ([`Wait::Memory`]).
+    struct LendingProbe {
+        probe: Probe,
+        stepped: bool,
+        granted: bool,
+        lent: bool,
+        asked: Arc<AtomicBool>,
+    }
+
+    impl Job for LendingProbe {
+        fn step(&mut self) -> Step {
+            self.stepped = true;
+            self.probe.step()
+        }
+        fn complete(self: Box<Self>) {
+            Box::new(self.probe).complete()
+        }
+        fn cancel(self: Box<Self>) {
+            Box::new(self.probe).cancel()
+        }
+        fn opens_file(&self) -> bool {
+            true
+        }
+        fn wait(&self) -> Wait {
+            match (self.stepped, self.granted, self.lent) {
+                (true, false, _) => Wait::Bytes(1),
+                (true, true, false) => Wait::Memory(1),
+                _ => Wait::No,
+            }
+        }
+        fn grant(&mut self) {
+            self.granted = true;
+        }
+        fn memory_asker(&mut self) -> Option<Box<dyn FnOnce(u64) + Send>> {
+            let asked = self.asked.clone();
+            Some(Box::new(move |_| asked.store(true, Ordering::SeqCst)))
+        }
+        fn lend(&mut self, _memory: Option<Lent>) {
+            self.lent = true;
+        }
+    }
+
+    /// A read waiting for memory is answered on one thread while another cancels it:
+    /// it ends exactly once, and its slot and byte are free afterwards.
+    #[test]
+    fn loom_lend_races_with_cancel() {
+        loom::model(|| {
+            let pool = Arc::new(Pool::new(1, 1));
+            let (ended, asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+            let probe = Probe { steps: 2, ended: ended.clone() };
+            let job = LendingProbe { probe, stepped: false, granted: false, lent: false, asked: asked.clone() };
+            let ticket = pool.submit(Box::new(job));
+            while !asked.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+            let lender = {
+                let (pool, ticket) = (pool.clone(), ticket.clone());
+                thread::spawn(move || pool.lend(&ticket, None))
+            };
+            pool.cancel(&ticket);
+            lender.join().unwrap();
+            while ended.load(Ordering::SeqCst) == 0 {
+                thread::yield_now();
+            }
+            let s = pool.stats();
+            assert_eq!((s.open_files, s.bytes_in_flight, s.awaiting_memory), (0, 0, 0));
+            drop(pool);
+            assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
         });
     }
 

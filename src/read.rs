@@ -26,6 +26,7 @@ use std::ffi::{CStr, CString};
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
+use crate::lent::{Filled, Lent};
 use crate::parts::{Part, Parts};
 use crate::pool::CancelFlag;
 use crate::sys::{self, Fd};
@@ -163,6 +164,26 @@ pub struct FileRead {
     /// Set when the request is cancelled; watched while waiting on a source that may
     /// block for any time.
     cancelled: Option<CancelFlag>,
+    /// Memory its caller lends for a big file's result, if it does.
+    lending: Lending,
+}
+
+/// Under admission control, a file we opened of at least `from` bytes, read in parts,
+/// is read into memory its caller lends ([`Wait::Memory`], [`FileRead::lend`]).
+#[derive(Debug, Default)]
+struct Lending {
+    from: Option<usize>,
+    /// The memory lent, until the buffer is allocated.
+    lent: Option<Lent>,
+}
+
+impl Lending {
+    /// Whether `file`, opened and granted its bytes, still waits for lent memory.
+    fn wanted(&self, file: &OpenFile, granted: bool, chunk_size: usize) -> bool {
+        let Some(size) = file.expected else { return false };
+        let lends = self.from.is_some_and(|from| size >= from && size > chunk_size);
+        lends && file.unallocated && file.owned && granted && self.lent.is_none()
+    }
 }
 
 impl Drop for FileRead {
@@ -187,6 +208,23 @@ impl FileRead {
             out_of_descriptors: false,
             gave_up: false,
             cancelled: None,
+            lending: Lending::default(),
+        }
+    }
+
+    /// Under admission control, reads a file we open of at least `from` bytes that
+    /// spans several chunks into memory its caller lends: once its bytes are granted
+    /// it waits ([`Wait::Memory`]) until [`FileRead::lend`] gives it the memory.
+    pub fn lend_from(&mut self, from: usize) {
+        self.lending.from = Some(from);
+    }
+
+    /// The memory [`Wait::Memory`] asked for, at least the size it asked; `None` if the
+    /// caller has none to lend (the read then allocates its own).
+    pub fn lend(&mut self, memory: Option<Lent>) {
+        match memory {
+            Some(lent) => self.lending.lent = Some(lent),
+            None => self.lending.from = None,
         }
     }
 
@@ -206,6 +244,9 @@ impl FileRead {
             State::Unopened if self.out_of_descriptors => Wait::FileClosed,
             State::Reading(OpenFile { unallocated: true, expected: Some(size), .. }) if !self.granted => {
                 Wait::Bytes(*size as u64)
+            }
+            State::Reading(file) if self.lending.wanted(file, self.granted, self.limits.chunk_size) => {
+                Wait::Memory(file.expected.unwrap_or(0) as u64)
             }
             State::Reading(OpenFile { may_block: true, .. }) => Wait::OwnThread,
             _ => Wait::No,
@@ -244,8 +285,9 @@ impl FileRead {
     fn try_step(&mut self) -> Result<Progress, ReadError> {
         if let State::Unopened = self.state {
             // Under admission control a big file waits here for its bytes, first
-            // unallocated, unless they were granted already (it waited and reopens).
-            let defer = self.limits.admitted && !self.granted;
+            // unallocated, unless they were granted already (it waited and reopens),
+            // and then, if its caller lends memory, for that.
+            let defer = self.limits.admitted && (!self.granted || self.lending.from.is_some());
             self.out_of_descriptors = false;
             match open(&self.source, &self.limits, defer) {
                 // A source that may block: stop here, so that the pool can move it to
@@ -266,10 +308,10 @@ impl FileRead {
             return Ok(Progress::Done { bytes: 0 });
         };
         if file.unallocated {
-            if !self.granted {
+            if !self.granted || self.lending.wanted(file, self.granted, self.limits.chunk_size) {
                 return Ok(Progress::More { bytes: 0 });
             }
-            allocate(file, &self.limits)?;
+            allocate(file, &self.limits, self.lending.lent.take())?;
         }
         if let Some(parts) = &mut file.parts {
             // The next chunk, read here. Once none is left to hand out, `finish`
@@ -325,22 +367,23 @@ impl FileRead {
         parts.claim(self.limits.chunk_size)
     }
 
-    /// Closes the fd if we opened it and returns the bytes read.
+    /// Closes the fd if we opened it and returns what was read: pooled bytes, or
+    /// how many bytes went into the lent memory ([`FileRead::lend`]).
     /// Call after [`FileRead::step`] returned [`Progress::Done`].
-    pub fn finish(mut self) -> Result<PooledBytes, ReadError> {
+    pub fn finish(mut self) -> Result<Filled, ReadError> {
         match std::mem::replace(&mut self.state, State::Finished) {
             State::Reading(mut file) => {
-                let buf = match file.parts.take() {
+                let filled = match file.parts.take() {
                     Some(parts) => parts.finish()?,
-                    None => std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new())),
+                    None => Filled::Pooled(std::mem::replace(&mut file.buf, PooledBytes::unpooled(Vec::new()))),
                 };
                 if file.owned {
                     file.owned = false; // closed here, so its Drop must not close again
                     sys::close(file.fd)?;
                 }
-                Ok(buf)
+                Ok(filled)
             }
-            State::Unopened | State::Finished => Ok(PooledBytes::unpooled(Vec::new())),
+            State::Unopened | State::Finished => Ok(Filled::Pooled(PooledBytes::unpooled(Vec::new()))),
         }
     }
 }
@@ -390,7 +433,7 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
         file.expected = Some(size);
         file.unallocated = true;
         if !(defer && size > limits.chunk_size) {
-            allocate(&mut file, limits)?;
+            allocate(&mut file, limits, None)?;
         }
     }
     Ok(file)
@@ -445,9 +488,14 @@ fn panic_for_test(path: &CStr) {
 }
 
 /// Allocates the buffer of a file of known size, in parts if we opened it and it
-/// spans several chunks.
-fn allocate(file: &mut OpenFile, limits: &ReadLimits) -> Result<(), ReadError> {
+/// spans several chunks; those parts fill `lent` memory if there is some.
+fn allocate(file: &mut OpenFile, limits: &ReadLimits, lent: Option<Lent>) -> Result<(), ReadError> {
     let size = file.expected.expect("a file of known size");
+    if let Some(lent) = lent.filter(|l| file.owned && size > limits.chunk_size && l.len() >= size) {
+        file.parts = Some(Parts::into_lent(file.fd, lent, size));
+        file.unallocated = false;
+        return Ok(());
+    }
     // Pooled buffers come back already faulted in; bigger files get their own.
     match limits.buffers {
         Some(_) if size <= crate::buffer_pool::MAX_CLASS => file.buf = PooledBytes::with_capacity(size, limits.buffers),
@@ -469,7 +517,16 @@ fn out_of_memory() -> ReadError {
 pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<PooledBytes, ReadError> {
     let mut read = FileRead::new(source, limits);
     while let Progress::More { .. } = read.step()? {}
-    read.finish()
+    read.finish().map(pooled_only)
+}
+
+/// The bytes of a read given no lender ([`FileRead::lend_from`]): such a read always
+/// fills pooled memory.
+pub fn pooled_only(filled: Filled) -> PooledBytes {
+    match filled {
+        Filled::Pooled(bytes) => bytes,
+        Filled::Lent(_) => unreachable!("only a read given a lender fills lent memory"),
+    }
 }
 
 #[cfg(test)]
@@ -519,7 +576,7 @@ pub(crate) mod tests {
             }
             // Known size: exactly ceil(len / chunk) reads, and no extra EOF probe.
             assert_eq!(steps, len.div_ceil(4096).max(1), "len {len}");
-            assert_eq!(read.finish().unwrap(), data, "len {len}");
+            assert_eq!(pooled_only(read.finish().unwrap()), data, "len {len}");
         }
     }
 
@@ -598,7 +655,7 @@ pub(crate) mod tests {
         assert_eq!(read.step().unwrap(), Progress::More { bytes: 10_000 });
         std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(25_000).unwrap();
         while let Progress::More { .. } = read.step().unwrap() {}
-        assert_eq!(read.finish().unwrap(), pattern(25_000));
+        assert_eq!(pooled_only(read.finish().unwrap()), pattern(25_000));
     }
 
     #[test]
@@ -609,7 +666,7 @@ pub(crate) mod tests {
         read.step().unwrap();
         std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(&[1; 5000]).unwrap();
         while let Progress::More { .. } = read.step().unwrap() {}
-        assert_eq!(read.finish().unwrap(), pattern(30_000));
+        assert_eq!(pooled_only(read.finish().unwrap()), pattern(30_000));
     }
 
     /// How many of this process's fds point at `path` (tests run in parallel, so
@@ -642,13 +699,13 @@ pub(crate) mod tests {
         while let Progress::More { .. } = read.step().unwrap() {
             assert_eq!(read.wait(), Wait::No, "granted once is enough");
         }
-        assert_eq!(*read.finish().unwrap(), data);
+        assert_eq!(*pooled_only(read.finish().unwrap()), data);
         assert_eq!(fds_open_on(&p), 0);
 
         let small = temp_file("admitted-small", &data[..4000]);
         let mut read = FileRead::new(path_source(&small), limits);
         assert_eq!(read.step().unwrap(), Progress::Done { bytes: 4000 });
-        assert_eq!(*read.finish().unwrap(), data[..4000]);
+        assert_eq!(*pooled_only(read.finish().unwrap()), data[..4000]);
     }
 
     #[test]

@@ -4,30 +4,49 @@
 use crate::admission::Wait;
 use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
+use crate::lent::{Filled, Lent};
 use crate::pool::{CancelFlag, Job, Piece, Pool, Step, Ticket};
-use crate::read::{FileRead, Progress, ReadLimits, Source};
+use crate::read::{pooled_only, FileRead, Progress, ReadLimits, Source};
 
 /// What a read delivers: the bytes (returned to their pool when dropped), or why
 /// there are none.
 pub type Outcome = Result<PooledBytes, ReadError>;
 
-/// A [`FileRead`] run by the pool, handing its [`Outcome`] to `on_done` exactly once.
+/// What a read that may fill lent memory delivers ([`ReadFileJob::lending`]).
+pub type FilledOutcome = Result<Filled, ReadError>;
+
+/// Asks a read's caller for memory to lend it ([`Job::memory_asker`]).
+pub type MemoryAsker = Box<dyn FnOnce(u64) + Send>;
+
+/// A [`FileRead`] run by the pool, handing its [`FilledOutcome`] to `on_done` exactly once.
 pub struct ReadFileJob<F> {
     read: FileRead,
     /// It runs under the pool's admission control ([`ReadLimits::admitted`]).
     limits_admitted: bool,
     /// The error that ended the read early, if any.
     error: Option<ReadError>,
+    /// Asks for the memory of a big result, if the caller lends it.
+    ask: Option<MemoryAsker>,
     on_done: F,
 }
 
-impl<F: FnOnce(Outcome) + Send + 'static> ReadFileJob<F> {
+impl<F: FnOnce(FilledOutcome) + Send + 'static> ReadFileJob<F> {
     pub fn new(source: Source, limits: ReadLimits, on_done: F) -> Self {
-        ReadFileJob { read: FileRead::new(source, limits), limits_admitted: limits.admitted, error: None, on_done }
+        let read = FileRead::new(source, limits);
+        ReadFileJob { read, limits_admitted: limits.admitted, error: None, ask: None, on_done }
+    }
+
+    /// Under admission control, a file we open of at least `from` bytes that spans
+    /// several chunks is read into memory the caller lends: `ask(size)` asks for it,
+    /// and the answer comes through [`Pool::lend`] ([`FileRead::lend_from`]).
+    pub fn lending(mut self, from: usize, ask: MemoryAsker) -> Self {
+        self.read.lend_from(from);
+        self.ask = Some(ask);
+        self
     }
 }
 
-impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
+impl<F: FnOnce(FilledOutcome) + Send + 'static> Job for ReadFileJob<F> {
     fn step(&mut self) -> Step {
         match self.read.step() {
             Ok(p) => Step { bytes: p.bytes(), done: matches!(p, Progress::Done { .. }) },
@@ -57,6 +76,14 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for ReadFileJob<F> {
 
     fn grant(&mut self) {
         self.read.grant()
+    }
+
+    fn memory_asker(&mut self) -> Option<MemoryAsker> {
+        self.ask.take()
+    }
+
+    fn lend(&mut self, memory: Option<Lent>) {
+        self.read.lend(memory)
     }
 
     fn suspend(&mut self) {
@@ -102,7 +129,9 @@ pub fn submit_read<F>(pool: &Pool, source: Source, limits: ReadLimits, on_done: 
 where
     F: FnOnce(Outcome) + Send + 'static,
 {
-    pool.submit(Box::new(ReadFileJob::new(source, limits, on_done)))
+    pool.submit(Box::new(ReadFileJob::new(source, limits, move |outcome: FilledOutcome| {
+        on_done(outcome.map(pooled_only))
+    })))
 }
 
 /// Reads a file through `pool` and waits for the result.
@@ -185,6 +214,114 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// Sets a flag when dropped: a lent memory's guard.
+    struct Released(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Released {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A 50,000-byte file and a lending read of it (4 KiB chunks, under admission).
+    struct LendingRead {
+        path: std::path::PathBuf,
+        data: Vec<u8>,
+        job: Box<dyn Job>,
+        /// The outcome, and whether the memory was let go by then.
+        done: std::sync::mpsc::Receiver<(FilledOutcome, bool)>,
+        /// Its asks for memory.
+        asks: std::sync::mpsc::Receiver<u64>,
+    }
+
+    fn lending_read(name: &str, released: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> LendingRead {
+        let dir = std::env::temp_dir().join(format!("fairfs-lending-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
+        let p = dir.join("big");
+        std::fs::write(&p, &data).unwrap();
+        let source = Source::Path {
+            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
+            flags: libc::O_RDONLY,
+            mode: 0,
+        };
+        let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (ask_tx, ask_rx) = std::sync::mpsc::channel();
+        let released = released.clone();
+        let job = ReadFileJob::new(source, limits, move |outcome| {
+            tx.send((outcome, released.load(std::sync::atomic::Ordering::SeqCst))).unwrap()
+        })
+        .lending(1, Box::new(move |size| ask_tx.send(size).unwrap()));
+        LendingRead { path: p, data, job: Box::new(job), done: rx, asks: ask_rx }
+    }
+
+    fn lent_memory(memory: &mut [u8], released: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Lent {
+        // SAFETY: the tests keep `memory` alive and untouched until the read's outcome,
+        // which comes after the guard is dropped.
+        unsafe { Lent::new(memory.as_mut_ptr(), memory.len(), Box::new(Released(released.clone()))) }
+    }
+
+    #[test]
+    fn a_big_read_waits_for_lent_memory_holding_its_slot_and_bytes_then_fills_it() {
+        let pool = Pool::new(2, 4096);
+        let released = std::sync::Arc::default();
+        let LendingRead { path, data, job, done, asks } = lending_read("fill", &released);
+        let ticket = pool.submit(job);
+        assert_eq!(asks.recv().unwrap(), 50_000);
+        let s = pool.stats();
+        assert_eq!((s.awaiting_memory, s.open_files, s.bytes_in_flight), (1, 1, 50_000));
+        let mut memory = vec![0u8; 50_000];
+        assert!(pool.lend(&ticket, Some(lent_memory(&mut memory, &released))));
+        let (outcome, let_go) = done.recv().unwrap();
+        assert!(matches!(outcome, Ok(Filled::Lent(50_000))), "{outcome:?}");
+        assert!(let_go, "the memory is let go before the outcome is delivered");
+        assert!(memory == data, "the file is in the lent memory");
+        let s = pool.stats();
+        assert_eq!((s.awaiting_memory, s.open_files, s.bytes_in_flight), (0, 0, 0));
+        assert_eq!(crate::read::tests::fds_open_on(&path), 0);
+        assert!(asks.try_recv().is_err(), "asked once");
+    }
+
+    #[test]
+    fn cancelling_a_read_that_waits_for_memory_frees_what_it_holds() {
+        let pool = Pool::new(2, 4096);
+        let released = std::sync::Arc::default();
+        let LendingRead { path, job, done, asks, .. } = lending_read("cancel", &released);
+        let ticket = pool.submit(job);
+        asks.recv().unwrap();
+        assert!(pool.cancel(&ticket), "it was waiting, so it is released here");
+        assert!(matches!(done.recv().unwrap().0, Err(ReadError::Cancelled)));
+        let s = pool.stats();
+        assert_eq!((s.awaiting_memory, s.open_files, s.bytes_in_flight), (0, 0, 0));
+        assert_eq!(crate::read::tests::fds_open_on(&path), 0);
+        // Memory lent too late is let go at once.
+        let mut memory = vec![0u8; 50_000];
+        assert!(!pool.lend(&ticket, Some(lent_memory(&mut memory, &released))));
+        assert!(released.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_read_allocates_its_own_memory_when_none_is_lent_or_other_big_reads_are_in_flight() {
+        let pool = Pool::new(2, 4096);
+        let released = std::sync::Arc::default();
+        let first = lending_read("first", &released);
+        let (data, first_done) = (first.data, first.done);
+        let ticket = pool.submit(first.job);
+        first.asks.recv().unwrap();
+        // The first holds its bytes while it waits: the second is not alone, so it is
+        // not lent memory (it would outlive young collections).
+        let second = lending_read("second", &released);
+        pool.submit(second.job);
+        let (outcome, _) = second.done.recv().unwrap();
+        assert_eq!(*pooled_only(outcome.unwrap()), data[..]);
+        assert!(second.asks.try_recv().is_err(), "the second never asked");
+        // No memory to lend: the first allocates its own.
+        assert!(pool.lend(&ticket, None));
+        let (outcome, _) = first_done.recv().unwrap();
+        assert_eq!(*pooled_only(outcome.unwrap()), data[..]);
+        assert_eq!(pool.stats().bytes_in_flight, 0);
+    }
+
     /// A burst of big and small reads of real files under tight admission limits:
     /// every result is whole, open files and granted bytes never pass the limits, and
     /// everything is given back at the end.
@@ -212,8 +349,8 @@ mod tests {
             .map(|i| {
                 let (p, want) = if i % 2 == 0 { (&big_path, big.clone()) } else { (&small_path, small.clone()) };
                 let tx = tx.clone();
-                Box::new(ReadFileJob::new(source(p), limits, move |outcome: Outcome| {
-                    tx.send(outcome.map(|b| *b == **want)).unwrap()
+                Box::new(ReadFileJob::new(source(p), limits, move |outcome: FilledOutcome| {
+                    tx.send(outcome.map(|b| *pooled_only(b) == **want)).unwrap()
                 })) as Box<dyn crate::pool::Job>
             })
             .collect();
