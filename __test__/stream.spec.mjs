@@ -365,6 +365,57 @@ nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big
   t.true(perTurn.length > (3 * 8 * 1024 * 1024) / (2 * (256 * 1024 + 3 * 64 * 1024)) / 2, 'the reads took many turns')
 })
 
+/**
+ * Streams `files` at once with 16 KiB chunks (as @fastify/static asks) until one has
+ * given 5 MiB, then destroys them all (so that none ends meanwhile). Counts, per
+ * check-phase sample, the chunks of streams past their first MiB pushed while at least
+ * `together` streams were past theirs.
+ */
+async function longChunksPerSample(t, files, together) {
+  let counted = 0
+  let long = 0
+  let done = false
+  const perSample = []
+  let last = 0
+  const sample = () => {
+    perSample.push(counted - last)
+    last = counted
+    if (!done) setImmediate(sample)
+  }
+  setImmediate(sample)
+  const streams = files.map(({ path }) => fairfs.createReadStream(path, { highWaterMark: 16 * 1024 }))
+  await new Promise((resolve, reject) => {
+    for (const [i, s] of streams.entries()) {
+      let seen = 0
+      s.on('error', reject).on('data', (c) => {
+        if (done) return
+        t.true(c.equals(files[i].data.subarray(seen, seen + c.length)))
+        if (seen >= 1024 * 1024 && long >= together) counted++
+        if (seen < 1024 * 1024 && seen + c.length >= 1024 * 1024) long++
+        seen += c.length
+        if (seen >= 5 * 1024 * 1024) {
+          done = true
+          for (const other of streams) other.destroy()
+          resolve()
+        }
+      })
+    }
+  })
+  return perSample
+}
+
+nativeOnly(test.serial)('long streams reading at once share four chunks a turn; a lone one is not held', async (t) => {
+  const files = Array.from({ length: 3 }, () => makeFile(8 * 1024 * 1024))
+  // By bytes alone they could push 16 chunks a turn between them. Held to four (a loop
+  // iteration may hold two turns, poll then check):
+  const shared = await longChunksPerSample(t, files, 2)
+  t.true(shared.some((n) => n > 0), 'chunks were counted')
+  t.true(Math.max(...shared) <= 2 * 4, `at most ${Math.max(...shared)} chunks in one sample`)
+  // Alone, a long stream is held only by the byte budget.
+  const alone = await longChunksPerSample(t, files.slice(0, 1), 1)
+  t.true(Math.max(...alone) > 2 * 4, `a lone stream pushed at most ${Math.max(...alone)} chunks in one sample`)
+})
+
 test.serial('a patched ReadStream.prototype.open is called and its fd read, as node:fs does (DEP0135)', async (t) => {
   const { path, data } = makeFile(300_000)
   const original = fs.ReadStream.prototype.open
