@@ -1862,36 +1862,32 @@ mod loom_tests {
 
     /// A read that, granted its byte, waits for lent memory ([`Wait::Memory`]).
     struct LendingProbe {
-        probe: Probe,
-        stepped: bool,
-        granted: bool,
+        admitted: AdmittedProbe,
         lent: bool,
         asked: Arc<AtomicBool>,
     }
 
     impl Job for LendingProbe {
         fn step(&mut self) -> Step {
-            self.stepped = true;
-            self.probe.step()
+            self.admitted.step()
         }
         fn complete(self: Box<Self>) {
-            Box::new(self.probe).complete()
+            Box::new(self.admitted).complete()
         }
         fn cancel(self: Box<Self>) {
-            Box::new(self.probe).cancel()
+            Box::new(self.admitted).cancel()
         }
         fn opens_file(&self) -> bool {
             true
         }
         fn wait(&self) -> Wait {
-            match (self.stepped, self.granted, self.lent) {
-                (true, false, _) => Wait::Bytes(1),
-                (true, true, false) => Wait::Memory(1),
-                _ => Wait::No,
+            match self.admitted.wait() {
+                Wait::No if self.admitted.granted && !self.lent => Wait::Memory(1),
+                wait => wait,
             }
         }
         fn grant(&mut self) {
-            self.granted = true;
+            self.admitted.grant()
         }
         fn memory_asker(&mut self) -> Option<Box<dyn FnOnce(u64) + Send>> {
             let asked = self.asked.clone();
@@ -1910,7 +1906,8 @@ mod loom_tests {
             let pool = Arc::new(Pool::new(1, 1));
             let (ended, asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
             let probe = Probe { steps: 2, ended: ended.clone() };
-            let job = LendingProbe { probe, stepped: false, granted: false, lent: false, asked: asked.clone() };
+            let admitted = AdmittedProbe { probe, stepped: false, granted: false };
+            let job = LendingProbe { admitted, lent: false, asked: asked.clone() };
             let ticket = pool.submit(Box::new(job));
             while !asked.load(Ordering::SeqCst) {
                 thread::yield_now();

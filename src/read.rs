@@ -168,11 +168,11 @@ pub struct FileRead {
     lending: Lending,
 }
 
-/// Under admission control, a file we opened of at least `from` bytes, read in parts,
+/// Under admission control, a file we opened whose size is in `sizes`, read in parts,
 /// is read into memory its caller lends ([`Wait::Memory`], [`FileRead::lend`]).
 #[derive(Debug, Default)]
 struct Lending {
-    from: Option<usize>,
+    sizes: Option<std::ops::Range<usize>>,
     /// The memory lent, until the buffer is allocated.
     lent: Option<Lent>,
 }
@@ -181,7 +181,7 @@ impl Lending {
     /// Whether `file`, opened and granted its bytes, still waits for lent memory.
     fn wanted(&self, file: &OpenFile, granted: bool, chunk_size: usize) -> bool {
         let Some(size) = file.expected else { return false };
-        let lends = self.from.is_some_and(|from| size >= from && size > chunk_size);
+        let lends = self.sizes.as_ref().is_some_and(|sizes| sizes.contains(&size) && size > chunk_size);
         lends && file.unallocated && file.owned && granted && self.lent.is_none()
     }
 }
@@ -212,11 +212,11 @@ impl FileRead {
         }
     }
 
-    /// Under admission control, reads a file we open of at least `from` bytes that
-    /// spans several chunks into memory its caller lends: once its bytes are granted
-    /// it waits ([`Wait::Memory`]) until [`FileRead::lend`] gives it the memory.
-    pub fn lend_from(&mut self, from: usize) {
-        self.lending.from = Some(from);
+    /// Under admission control, reads a file we open whose size is in `sizes` and
+    /// that spans several chunks into memory its caller lends: once its bytes are
+    /// granted it waits ([`Wait::Memory`]) until [`FileRead::lend`] gives it the memory.
+    pub fn lend_for(&mut self, sizes: std::ops::Range<usize>) {
+        self.lending.sizes = Some(sizes);
     }
 
     /// The memory [`Wait::Memory`] asked for, at least the size it asked; `None` if the
@@ -224,7 +224,7 @@ impl FileRead {
     pub fn lend(&mut self, memory: Option<Lent>) {
         match memory {
             Some(lent) => self.lending.lent = Some(lent),
-            None => self.lending.from = None,
+            None => self.lending.sizes = None,
         }
     }
 
@@ -287,7 +287,7 @@ impl FileRead {
             // Under admission control a big file waits here for its bytes, first
             // unallocated, unless they were granted already (it waited and reopens),
             // and then, if its caller lends memory, for that.
-            let defer = self.limits.admitted && (!self.granted || self.lending.from.is_some());
+            let defer = self.limits.admitted && (!self.granted || self.lending.sizes.is_some());
             self.out_of_descriptors = false;
             match open(&self.source, &self.limits, defer) {
                 // A source that may block: stop here, so that the pool can move it to
@@ -520,7 +520,7 @@ pub fn read_to_end(source: Source, limits: ReadLimits) -> Result<PooledBytes, Re
     read.finish().map(pooled_only)
 }
 
-/// The bytes of a read given no lender ([`FileRead::lend_from`]): such a read always
+/// The bytes of a read given no lender ([`FileRead::lend_for`]): such a read always
 /// fills pooled memory.
 pub fn pooled_only(filled: Filled) -> PooledBytes {
     match filled {

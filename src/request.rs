@@ -36,11 +36,11 @@ impl<F: FnOnce(FilledOutcome) + Send + 'static> ReadFileJob<F> {
         ReadFileJob { read, limits_admitted: limits.admitted, error: None, ask: None, on_done }
     }
 
-    /// Under admission control, a file we open of at least `from` bytes that spans
-    /// several chunks is read into memory the caller lends: `ask(size)` asks for it,
-    /// and the answer comes through [`Pool::lend`] ([`FileRead::lend_from`]).
-    pub fn lending(mut self, from: usize, ask: MemoryAsker) -> Self {
-        self.read.lend_from(from);
+    /// Under admission control, a file we open whose size is in `sizes` and that
+    /// spans several chunks is read into memory the caller lends: `ask(size)` asks for
+    /// it, and the answer comes through [`Pool::lend`] ([`FileRead::lend_for`]).
+    pub fn lending(mut self, sizes: std::ops::Range<usize>, ask: MemoryAsker) -> Self {
+        self.read.lend_for(sizes);
         self.ask = Some(ask);
         self
     }
@@ -234,6 +234,14 @@ mod tests {
     }
 
     fn lending_read(name: &str, released: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> LendingRead {
+        lending_read_for(name, released, 1..usize::MAX)
+    }
+
+    fn lending_read_for(
+        name: &str,
+        released: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        sizes: std::ops::Range<usize>,
+    ) -> LendingRead {
         let dir = std::env::temp_dir().join(format!("fairfs-lending-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
@@ -251,7 +259,7 @@ mod tests {
         let job = ReadFileJob::new(source, limits, move |outcome| {
             tx.send((outcome, released.load(std::sync::atomic::Ordering::SeqCst))).unwrap()
         })
-        .lending(1, Box::new(move |size| ask_tx.send(size).unwrap()));
+        .lending(sizes, Box::new(move |size| ask_tx.send(size).unwrap()));
         LendingRead { path: p, data, job: Box::new(job), done: rx, asks: ask_rx }
     }
 
@@ -301,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn a_read_allocates_its_own_memory_when_none_is_lent_or_other_big_reads_are_in_flight() {
+    fn a_read_allocates_its_own_memory_when_none_is_lent_others_are_in_flight_or_its_size_is_not_lent_for() {
         let pool = Pool::new(2, 4096);
         let released = std::sync::Arc::default();
         let first = lending_read("first", &released);
@@ -320,6 +328,12 @@ mod tests {
         let (outcome, _) = first_done.recv().unwrap();
         assert_eq!(*pooled_only(outcome.unwrap()), data[..]);
         assert_eq!(pool.stats().bytes_in_flight, 0);
+        // A file whose size is outside the sizes lent for, alone, is not asked either.
+        let outside = lending_read_for("outside", &released, 1..50_000);
+        pool.submit(outside.job);
+        let (outcome, _) = outside.done.recv().unwrap();
+        assert_eq!(*pooled_only(outcome.unwrap()), data[..]);
+        assert!(outside.asks.try_recv().is_err(), "a 50,000-byte file is not in 1..50,000");
     }
 
     /// A burst of big and small reads of real files under tight admission limits:
