@@ -367,8 +367,10 @@ nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big
 
 /**
  * Streams `files` at once with 16 KiB chunks (as @fastify/static asks), each to its
- * end. Counts, per check-phase sample, the chunks of streams past their first MiB
- * pushed while at least `together` streams were past theirs and not yet through.
+ * end. Each pauses once past its first MiB until all are, so that they go on together
+ * however the pool ordered their first blocks. Counts, per check-phase sample, the
+ * chunks of streams past their first MiB pushed while at least `together` streams
+ * were past theirs and not yet through.
  */
 async function longChunksPerSample(t, files, together) {
   let counted = 0
@@ -382,12 +384,18 @@ async function longChunksPerSample(t, files, together) {
     if (!done) setImmediate(sample)
   }
   setImmediate(sample)
-  await Promise.all(files.map(({ path, data }) => new Promise((resolve, reject) => {
+  const streams = files.map(({ path }) => fairfs.createReadStream(path, { highWaterMark: 16 * 1024 }))
+  await Promise.all(streams.map((stream, i) => new Promise((resolve, reject) => {
+    const { data } = files[i]
     let seen = 0
-    fairfs.createReadStream(path, { highWaterMark: 16 * 1024 }).on('error', reject).on('data', (c) => {
+    stream.on('error', reject).on('data', (c) => {
       t.true(c.equals(data.subarray(seen, seen + c.length)))
       if (seen >= 1024 * 1024 && long >= together) counted++
-      if (seen < 1024 * 1024 && seen + c.length >= 1024 * 1024) long++
+      if (seen < 1024 * 1024 && seen + c.length >= 1024 * 1024) {
+        long++
+        if (long < files.length) stream.pause()
+        else for (const s of streams) s.resume()
+      }
       seen += c.length
       // Through: fairfs forgets it as long once it has read to the end, after this.
       if (seen === data.length) long--
