@@ -491,7 +491,6 @@ class ReadStream extends Readable {
       const hwm = this.readableHighWaterMark
       while (block.offset < result.length && this.#wantMore) {
         const long = this.bytesRead >= kLongAfter
-        if (long) longStreams.add(this)
         const held = long && turnLongChunks >= kLongChunksPerTurn && longStreams.size >= 2
         if ((turnBytes >= kTurnBudget && this.#turn === turn) || held) {
           waitingForTurn.add(this)
@@ -503,6 +502,8 @@ class ReadStream extends Readable {
         const chunk = block.offset === 0 && end === result.length ? result : result.subarray(block.offset, end)
         block.offset = end
         this.bytesRead += chunk.length
+        // Long from the chunk that completes its first kLongAfter bytes.
+        if (this.bytesRead >= kLongAfter) longStreams.add(this)
         if (this.pos !== undefined) this.pos += chunk.length
         spendTurn(chunk.length)
         // One push per _read(), as node:fs: more pushed at once would wait in the
