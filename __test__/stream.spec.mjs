@@ -339,24 +339,34 @@ nativeOnly(test.serial)('a stream\'s blocks are one flow in the pool, forgotten 
   t.is(fairfs.stats().streamFlows, 0)
 })
 
+/**
+ * Samples `count()` in every check phase (one per event-loop iteration) until
+ * stopped; `increases` holds how much it grew between samples.
+ */
+function sampleEachTurn(count) {
+  const increases = []
+  let last = count()
+  let stopped = false
+  const sample = () => {
+    const now = count()
+    increases.push(now - last)
+    last = now
+    if (!stopped) setImmediate(sample)
+  }
+  setImmediate(sample)
+  return { increases, stop: () => { stopped = true } }
+}
+
 nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big streams cannot hold the loop', async (t) => {
   const files = Array.from({ length: 3 }, () => makeFile(8 * 1024 * 1024))
   let bytes = 0
-  let done = false
-  const perTurn = []
-  let last = 0
-  const sample = () => {
-    perTurn.push(bytes - last)
-    last = bytes
-    if (!done) setImmediate(sample)
-  }
-  setImmediate(sample)
+  const { increases: perTurn, stop } = sampleEachTurn(() => bytes)
   await Promise.all(files.map(({ path, data }) => new Promise((resolve, reject) => {
     const chunks = []
     fairfs.createReadStream(path).on('data', (c) => { bytes += c.length; chunks.push(c) }).on('error', reject)
       .on('end', () => resolve(t.true(Buffer.concat(chunks).equals(data))))
   })))
-  done = true
+  stop()
   // 256 KiB a turn for all, plus each stream's first 64 KiB chunk; a loop iteration
   // may hold two turns (poll, then check). Without the budget a turn pushed whole 1 MiB
   // blocks of each stream.
@@ -370,27 +380,30 @@ nativeOnly(test.serial)('streams share a byte budget per event-loop turn, so big
  * end. Each pauses once past its first MiB until all are, so that they go on together
  * however the pool ordered their first blocks. Counts, per check-phase sample, the
  * chunks of streams past their first MiB pushed while at least `together` streams
- * were past theirs and not yet through.
+ * were past theirs and not yet through (`perSample`). Chunks of one block share its
+ * memory (`chunk.buffer`): `chunksPerBlock` counts them for the blocks that start
+ * between 3 and 5 MiB into a file while that many are long. Blocks issued before
+ * the pause at the first MiB end near 2 MiB (four read ahead).
  */
-async function longChunksPerSample(t, files, together) {
+async function longChunks(t, files, together) {
   let counted = 0
   let long = 0
-  let done = false
-  const perSample = []
-  let last = 0
-  const sample = () => {
-    perSample.push(counted - last)
-    last = counted
-    if (!done) setImmediate(sample)
-  }
-  setImmediate(sample)
+  const { increases: perSample, stop } = sampleEachTurn(() => counted)
+  const chunksPerBlock = []
   const streams = files.map(({ path }) => fairfs.createReadStream(path, { highWaterMark: 16 * 1024 }))
   await Promise.all(streams.map((stream, i) => new Promise((resolve, reject) => {
     const { data } = files[i]
     let seen = 0
+    let block = null
     stream.on('error', reject).on('data', (c) => {
       t.true(c.equals(data.subarray(seen, seen + c.length)))
       if (seen >= 1024 * 1024 && long >= together) counted++
+      if (c.buffer !== block) {
+        block = c.buffer
+        if (seen >= 3 * 1024 * 1024 && seen < 5 * 1024 * 1024 && long >= together) chunksPerBlock.push(0)
+        else block = null
+      }
+      if (block !== null) chunksPerBlock[chunksPerBlock.length - 1]++
       if (seen < 1024 * 1024 && seen + c.length >= 1024 * 1024) {
         long++
         if (long < files.length) stream.pause()
@@ -401,20 +414,24 @@ async function longChunksPerSample(t, files, together) {
       if (seen === data.length) long--
     }).on('end', () => resolve(t.is(seen, data.length)))
   })))
-  done = true
-  return perSample
+  stop()
+  return { perSample, chunksPerBlock }
 }
 
-nativeOnly(test.serial)('long streams reading at once share four chunks a turn; a lone one is not held', async (t) => {
+nativeOnly(test.serial)('long streams reading at once share four chunks a turn and read four at once; a lone one is not held', async (t) => {
   const files = Array.from({ length: 3 }, () => makeFile(8 * 1024 * 1024))
   // By bytes alone they could push 16 chunks a turn between them. Held to four (a loop
   // iteration may hold two turns, poll then check):
-  const shared = await longChunksPerSample(t, files, 2)
-  t.true(shared.some((n) => n > 0), 'chunks were counted')
-  t.true(Math.max(...shared) <= 2 * 4, `at most ${Math.max(...shared)} chunks in one sample`)
-  // Alone, a long stream is held only by the byte budget.
-  const alone = await longChunksPerSample(t, files.slice(0, 1), 1)
-  t.true(Math.max(...alone) > 2 * 4, `a lone stream pushed at most ${Math.max(...alone)} chunks in one sample`)
+  const shared = await longChunks(t, files, 2)
+  t.true(shared.perSample.some((n) => n > 0), 'chunks were counted')
+  t.true(Math.max(...shared.perSample) <= 2 * 4, `at most ${Math.max(...shared.perSample)} chunks in one sample`)
+  // Their blocks hold four chunks (64 KiB), not sixteen.
+  t.true(shared.chunksPerBlock.length >= 3, `${shared.chunksPerBlock.length} blocks seen`)
+  t.true(shared.chunksPerBlock.every((n) => n <= 4), `chunks per block: ${shared.chunksPerBlock}`)
+  // Alone, a long stream is held only by the byte budget, and reads 16 chunks at once.
+  const alone = await longChunks(t, files.slice(0, 1), 1)
+  t.true(Math.max(...alone.perSample) > 2 * 4, `a lone stream pushed at most ${Math.max(...alone.perSample)} chunks in one sample`)
+  t.true(alone.chunksPerBlock.some((n) => n === 16), `chunks per block alone: ${alone.chunksPerBlock}`)
 })
 
 test.serial('a patched ReadStream.prototype.open is called and its fd read, as node:fs does (DEP0135)', async (t) => {
