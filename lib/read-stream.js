@@ -81,16 +81,6 @@ function setStreamFastPath(on) {
 const kBlockChunks = 16
 const kMinBlock = 64 * 1024
 const kMaxBlock = 1024 * 1024
-// Held long streams (see the turn rules below) read kHeldBlockChunks chunks at once
-// instead: they push about one chunk a turn each, so a 16-chunk block sat in memory
-// for 16 turns and more; fastify's small requests' p99 was 15 ms against node:fs's 11
-// (the server benchmark's fastify side, 5 interleaved rounds), 11 against 11 with
-// four-chunk blocks.
-const kHeldBlockChunks = 4
-
-function blockSize(hwm, chunks) {
-  return hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * chunks)) / hwm))
-}
 
 // Event-loop turns: all fairfs streams together push at most kTurnBudget bytes in one
 // turn of the event loop, past which a stream waits for the next turn (setImmediate,
@@ -165,8 +155,6 @@ class ReadStream extends Readable {
   /** Bytes per positioned read: several highWaterMark chunks, so one trip through
    *  the pool and back serves many pushes. */
   #blockSize
-  /** Bytes per positioned read while long streams are held to chunks a turn. */
-  #heldBlockSize
   /** Chunks are read at explicit positions (so several can be in flight). */
   #positional
   /** Positional because we opened the file ourselves, not because of `start`:
@@ -243,8 +231,7 @@ class ReadStream extends Readable {
     this.bytesRead = 0
     this.#readAhead = readAhead
     const hwm = this.readableHighWaterMark
-    this.#blockSize = blockSize(hwm, kBlockChunks)
-    this.#heldBlockSize = blockSize(hwm, kHeldBlockChunks)
+    this.#blockSize = hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
@@ -375,8 +362,7 @@ class ReadStream extends Readable {
     while (this.#wantMore && !this.#noMore && this.#live + this.#ready.size < limit) {
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
-      const held = longStreams.size >= 2 && longStreams.has(this)
-      const block = !this.#positional || replacedRead ? this.readableHighWaterMark : held ? this.#heldBlockSize : this.#blockSize
+      const block = this.#positional && !replacedRead ? this.#blockSize : this.readableHighWaterMark
       const size = Math.min(block, remaining)
       if (size <= 0) {
         this.#noMore = true
