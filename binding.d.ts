@@ -15,6 +15,11 @@ export interface BufferStats {
   pooledBytes: number
   outstanding: number
   maxPooledBytes: number
+  /**
+   * Pooled bytes lent to this thread's Buffers that V8 does not count now
+   * ([`crate::external_memory`]).
+   */
+  untoldBytes: number
 }
 
 /**

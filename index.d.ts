@@ -84,7 +84,8 @@ export interface ConfigureOptions {
   threads?: number
   /** Bytes per chunk and DRR quantum, 4 KiB..64 MiB (default 512 KiB). */
   chunkSize?: number
-  /** Cap on memory the buffer pool keeps (default 64 MiB). */
+  /** Cap on memory the buffer pool keeps (default 64 MiB). More lets V8 collect less
+   *  often when many big reads overlap, for more memory. */
   maxPooledBytes?: number
   /** Default read-ahead of streams, 1..64 (default 4). */
   readAhead?: number
@@ -157,7 +158,10 @@ export interface NativeStats {
   fastPath: boolean
   fastPathHits: number
   fastPathMisses: number
-  pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number }
+  /** The buffer pool. `untoldBytes`: pooled memory lent to this thread's Buffers that
+   *  V8 does not count now, because the pool still has stock (V8 is told once the
+   *  pool runs short, so that it collects them). */
+  pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number; untoldBytes: number }
 }
 
 /** stats() on the node backend (node:fs): no pool, so no counters. */

@@ -128,6 +128,20 @@ nativeOnly(test)('a big file read alone goes into a Buffer of V8\'s own; where e
   t.is(lent.pool.hits + lent.pool.misses, 0)
 })
 
+nativeOnly(test)('pooled memory lent to JS is kept from V8\'s count while the pool has stock, told once it runs short, and given back when collected', async (t) => {
+  const { path } = makeFile(4 * 1024 * 1024)
+  const r = JSON.parse((await run('external-memory', path)).stdout)
+  const all = JSON.stringify(r)
+  t.true(r.stocked > 0, `dropped results refilled the pool: ${all}`)
+  // A few held: the pool has stock, so collecting them would only refill it.
+  t.true(r.untoldHeld > 0 && r.untoldHeld <= r.stocked, all)
+  t.is(r.untoldCollected, 0, `collected Buffers put their bytes back: ${all}`)
+  // More held than the pool had: once short, V8 was told everything.
+  t.true(r.toldWhileHeld, all)
+  t.true(r.mostUntold <= r.maxPooledBytes + 4 * r.size, all)
+  t.is(r.untoldAfter, 0, all)
+})
+
 nativeOnly(test)('results of big reads one after another die in young collections, not mark-compacts', async (t) => {
   const { path } = makeFile(8 * 1024 * 1024)
   const gc = JSON.parse((await run('big-read-gc', path)).stdout)

@@ -69,6 +69,9 @@ impl FreeList {
     fn pop(&self) -> Option<Vec<u8>> {
         self.items.lock().unwrap().pop_front()
     }
+    fn is_empty(&self) -> bool {
+        self.items.lock().unwrap().is_empty()
+    }
 }
 
 struct Class {
@@ -119,6 +122,12 @@ impl BufferPool {
     fn class_for_len(&self, len: usize) -> Option<&Class> {
         let i = self.classes.partition_point(|c| c.size < len);
         self.classes.get(i)
+    }
+
+    /// Whether a request of `len` bytes would be served from the free lists now. A
+    /// size the pool does not keep is never in stock.
+    pub fn has_stock(&self, len: usize) -> bool {
+        self.class_for_len(len.max(1)).is_some_and(|class| !class.free.is_empty())
     }
 
     /// An empty `Vec` with capacity of at least `len` bytes: a pooled one when its
@@ -363,6 +372,19 @@ mod tests {
         assert_eq!(b.as_ptr(), ptr, "same memory, so no new page faults");
         assert!(b.is_empty());
         assert_eq!(pool.stats(), PoolStats { hits: 1, misses: 1, pooled_bytes: 0, outstanding: 1 });
+    }
+
+    #[test]
+    fn stock_is_per_class() {
+        let pool = BufferPool::new(1 << 20);
+        assert!(!pool.has_stock(10_000), "an empty pool has none");
+        let a = pool.acquire(10_000);
+        pool.release(a);
+        assert!(pool.has_stock(9_000), "the same class");
+        assert!(!pool.has_stock(20_000), "a bigger class has none");
+        assert!(!pool.has_stock(MAX_CLASS + 1), "a size the pool does not keep");
+        let _b = pool.acquire(9_000);
+        assert!(!pool.has_stock(9_000), "taken");
     }
 
     #[test]

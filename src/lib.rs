@@ -10,6 +10,7 @@
 //! * [`contention`]: how many big files are read at once, from whether others want the CPU;
 //! * [`host_threads`]: which threads are libuv's pool, whose demand the governor watches;
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
+//! * [`external_memory`]: what the JS engine is told of pooled memory JS holds;
 //! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
 //! * [`pack`]: the small results of a batch packed into shared slabs;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
@@ -24,6 +25,7 @@ pub mod cached;
 pub mod chunk;
 pub mod contention;
 pub mod error;
+pub mod external_memory;
 pub mod host_threads;
 pub mod lent;
 mod loom;

@@ -27,6 +27,7 @@ use napi_derive::napi;
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
 use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
+use crate::external_memory::Ledger;
 use crate::lent::{Filled, Lent};
 use crate::pack::{Packed, Packer};
 use crate::pool::{global, Job, Ticket};
@@ -665,6 +666,9 @@ pub struct BufferStats {
     pub pooled_bytes: f64,
     pub outstanding: f64,
     pub max_pooled_bytes: f64,
+    /// Pooled bytes lent to this thread's Buffers that V8 does not count now
+    /// ([`crate::external_memory`]).
+    pub untold_bytes: f64,
 }
 
 #[napi]
@@ -704,6 +708,7 @@ pub fn stats() -> PoolStats {
                 pooled_bytes: b.pooled_bytes as f64,
                 outstanding: b.outstanding as f64,
                 max_pooled_bytes: buffers.max_pooled_bytes() as f64,
+                untold_bytes: LEDGER.try_with(|ledger| ledger.borrow().untold()).unwrap_or(0) as f64,
             }
         },
     }
@@ -735,12 +740,58 @@ fn to_buffer(env: &Env, mut bytes: PooledBytes, lend_from: usize) -> Result<Buff
         return BufferSlice::copy_from(env, &*bytes);
     }
     let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    // Whether the ledger counts this Buffer as lent: not if N-API copied it instead
+    // (then the finalizer has run before `from_external` returns).
+    let lent = std::rc::Rc::new(std::cell::Cell::new(Lending::Creating));
+    let lent_in_finalizer = lent.clone();
     // SAFETY: `ptr..ptr + len` are the initialised bytes of `bytes`, whose heap block
     // does not move when `bytes` moves into the finalizer's hint. The hint owns it
     // until V8 has collected the Buffer; only then does dropping it return the block
     // to the pool, so the memory is never lent to two live Buffers. If N-API refuses
     // external buffers, napi-rs copies and runs the finalizer at once.
-    unsafe { BufferSlice::from_external(env, ptr, len, bytes, |_, bytes| drop(bytes)) }
+    let buffer = unsafe {
+        BufferSlice::from_external(env, ptr, len, bytes, move |env, bytes| {
+            if lent_in_finalizer.replace(Lending::Finalized) == Lending::Lent {
+                // At thread exit the ledger may be gone, and V8 with it.
+                if let Ok(change) = LEDGER.try_with(|ledger| ledger.borrow_mut().collected(len as u64)) {
+                    adjust_external_memory(&env, change);
+                }
+            }
+            drop(bytes)
+        })
+    }?;
+    // Had the finalizer run already, it was a copy and will not run again.
+    if lent.replace(Lending::Lent) == Lending::Creating {
+        let short = !buffer_pool::global().has_stock(len);
+        if let Ok(change) = LEDGER.try_with(|ledger| ledger.borrow_mut().lent(len as u64, short)) {
+            adjust_external_memory(env, change);
+        }
+    }
+    Ok(buffer)
+}
+
+/// Where an external Buffer stands with the [`LEDGER`].
+#[derive(Clone, Copy, PartialEq)]
+enum Lending {
+    /// Being created: not yet in the ledger.
+    Creating,
+    /// In the ledger, until its finalizer takes it out.
+    Lent,
+    /// Finalized: taken out, or (a copy) never in.
+    Finalized,
+}
+
+thread_local! {
+    /// What V8 on this thread is told of the pooled memory lent to its Buffers.
+    static LEDGER: std::cell::RefCell<Ledger> = std::cell::RefCell::new(Ledger::default());
+}
+
+/// Changes V8's count of external memory by `change` bytes. Best effort: failing
+/// only means V8 collects sooner or later than it would.
+fn adjust_external_memory(env: &Env, change: i64) {
+    if change != 0 {
+        let _ = env.adjust_external_memory(change);
+    }
 }
 
 /// `node_api_create_external_string_latin1`, where this Node has it (experimental
