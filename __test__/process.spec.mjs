@@ -10,10 +10,10 @@ import { fairfs, nativeOnly, makeFile, tmpPath } from './helpers.mjs'
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 const workerScript = new URL('./fixtures/worker-reader.mjs', import.meta.url)
 
-function run(scenario, file, env = {}) {
+function run(scenario, file, env = {}, nodeArgs = []) {
   return new Promise((resolve) => {
     const options = { timeout: 60_000, env: { ...process.env, ...env } }
-    execFile(process.execPath, [child, scenario, file], options, (err, stdout, stderr) => {
+    execFile(process.execPath, [...nodeArgs, child, scenario, file], options, (err, stdout, stderr) => {
       resolve({ code: err ? err.code : 0, signal: err?.signal ?? null, stdout, stderr })
     })
   })
@@ -130,7 +130,7 @@ nativeOnly(test)('a big file read alone goes into a Buffer of V8\'s own; where e
 
 nativeOnly(test)('pooled memory lent to JS is kept from V8\'s count while the pool has stock, told once it runs short, and given back when collected', async (t) => {
   const { path } = makeFile(4 * 1024 * 1024)
-  const r = JSON.parse((await run('external-memory', path)).stdout)
+  const r = JSON.parse((await run('external-memory', path, {}, ['--expose-gc'])).stdout)
   const all = JSON.stringify(r)
   t.true(r.stocked > 0, `dropped results refilled the pool: ${all}`)
   // A few held: the pool has stock, so collecting them would only refill it.

@@ -4,6 +4,7 @@
 import test from 'ava'
 import fs from 'node:fs'
 import { fairfs, nativeOnly, needsRss, tmpPath, bothPromise, bothCallback } from './helpers.mjs'
+import { settleOutstanding } from './fixtures/settle.mjs'
 
 /** A file of `len` bytes cycling through `alphabet`, with a different start per 4 KiB. */
 function textFile(len, alphabet) {
@@ -34,13 +35,13 @@ for (const len of [0, 100, 70_000, 1024 * 1024, 3 * 1024 * 1024 + 7]) {
 
 nativeOnly(test.serial)('a big text result holds pooled memory until V8 collects the string', async (t) => {
   const { path, data } = textFile(4 * 1024 * 1024, ascii)
-  await settleOutstanding(0)
+  await settleOutstanding(fairfs, 0)
   const before = fairfs.stats().pool.outstanding
   let text = await fairfs.readFile(path, 'utf8')
   t.is(text, data.toString('latin1'))
   t.true(fairfs.stats().pool.outstanding > before, 'the string is external: its bytes are still lent')
   text = null
-  await settleOutstanding(before)
+  await settleOutstanding(fairfs, before)
   t.is(fairfs.stats().pool.outstanding, before, 'collected: the bytes are back in the pool')
 })
 
@@ -52,14 +53,6 @@ test.serial('an abort during a text read gives AbortError, as for Buffers', asyn
   const err = await p.catch((e) => e)
   t.is(err.name, 'AbortError')
 })
-
-/** Collects garbage until at most `target` pooled buffers are out (finalizers run a turn or more after GC), or 50 tries. */
-async function settleOutstanding(target) {
-  for (let i = 0; i < 50 && fairfs.stats().pool.outstanding > target; i++) {
-    globalThis.gc()
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 needsRss(nativeOnly(test.serial))('a loop of big text reads keeps memory bounded (V8 is told about external strings)', async (t) => {
   const { path } = textFile(4 * 1024 * 1024, ascii)
