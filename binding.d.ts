@@ -138,14 +138,6 @@ export declare function readCachedInto(fd: number, position: number, buffer: Buf
 export declare function readChunk(fd: number, position: number, length: number, flow: number): number
 
 /**
- * Reads `buffer.length` bytes of `fd` at `position` into `buffer`, as a block of
- * stream `flow` (0: none); the result is the number of bytes read. JS must hold
- * `buffer`, and neither read nor write it, until the outcome is delivered. Returns
- * the request id.
- */
-export declare function readChunkInto(fd: number, position: number, buffer: Buffer, flow: number): number
-
-/**
  * Reads the caller's `fd` from its current position, leaving it open; `text` as for
  * `readPath`. Returns the request id.
  */

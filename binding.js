@@ -848,7 +848,6 @@ module.exports.openPath = nativeBinding.openPath
 module.exports.readCached = nativeBinding.readCached
 module.exports.readCachedInto = nativeBinding.readCachedInto
 module.exports.readChunk = nativeBinding.readChunk
-module.exports.readChunkInto = nativeBinding.readChunkInto
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths

@@ -423,16 +423,6 @@ class ReadStream extends Readable {
       this.#ids.add(id)
       const buf = Buffer.allocUnsafeSlow(size)
       replacedRead(buf, size, position < 0 ? null : position, (err, n) => done(err ?? filled(buf, n)))
-    } else if (seq > 0 && position >= 0) {
-      // A file of more than one block: read into memory of V8's own, which a young-
-      // generation GC frees, instead of a pooled buffer behind a finalizer, which only
-      // a full GC frees (benches/js/read-stream.mjs: GC time per byte). The buffer is
-      // held here until the outcome comes, and not touched before (readChunkInto).
-      if (this.#flow === 0) this.#flow = binding.newFlow()
-      const buf = Buffer.allocUnsafeSlow(size)
-      id = binding.readChunkInto(this.fd, position, buf, this.#flow)
-      this.#ids.add(id)
-      track(id, (n) => done(typeof n === 'number' ? filled(buf, n) : n))
     } else if (seq === 0 && position >= 0 && size <= kFastReadMax && fastPath && !this._handle &&
       (cached = readCached(this.fd, position, size)) !== null) {
       // In the page cache: read here (see setStreamFastPath), delivered as a macrotask.
@@ -440,8 +430,11 @@ class ReadStream extends Readable {
       this.#ids.add(id)
       setImmediate(done, cached)
     } else {
-      // The first block (most small files' only one) reads into pooled memory, copied
-      // out when small, and needs no flow of its own.
+      // Pooled memory, copied out when small and lent to JS when not. A lent block is
+      // kept from V8's count while the pool has stock (src/external_memory.rs), so
+      // blocks a slow reader holds across young collections start no mark-compacts;
+      // V8's own memory would (ARCHITECTURE.md, "Stream blocks"). The first block (most
+      // small files' only one) needs no flow of its own.
       if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
       id = binding.readChunk(this.fd, position, size, this.#flow)
       this.#ids.add(id)

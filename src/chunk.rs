@@ -10,7 +10,6 @@ use std::ffi::CStr;
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
-pub use crate::lent::{Filled, Lent};
 use crate::pool::{CancelFlag, Job, Step};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
@@ -164,8 +163,6 @@ pub struct BlockJob<D> {
     /// The keyed flow of its stream.
     flow: Option<u64>,
     buf: Option<PooledBytes>,
-    /// The caller's memory to read into instead, and how much of it is filled.
-    lent: Option<(Lent, usize)>,
     error: Option<ReadError>,
     /// Whether a current-position read has looked at what the fd is.
     checked: bool,
@@ -175,7 +172,7 @@ pub struct BlockJob<D> {
     on_done: D,
 }
 
-impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> BlockJob<D> {
+impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJob<D> {
     pub fn new(
         fd: Fd,
         position: Option<u64>,
@@ -194,23 +191,12 @@ impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> BlockJob<D> 
             buffers,
             flow,
             buf: None,
-            lent: None,
             error: None,
             checked: position.is_some(),
             may_block: false,
             cancelled: None,
             on_done,
         }
-    }
-
-    /// A block read at `position` into `lent` memory (its length is the block's), not a
-    /// pooled buffer. Always positioned: a read at the current position may wait for any
-    /// time, and the lender waits for the block before it frees the memory.
-    pub fn into_lent(fd: Fd, position: u64, lent: Lent, step_max: usize, flow: Option<u64>, on_done: D) -> Self {
-        let mut job = Self::new(fd, Some(position), lent.len(), step_max, None, flow, on_done);
-        job.len = lent.len().min(MAX_READ_SYSCALL);
-        job.lent = Some((lent, 0));
-        job
     }
 
     /// One step; `Ok(true)` when the block is done.
@@ -227,15 +213,6 @@ impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> BlockJob<D> 
             wait_readable(self.fd, self.cancelled.as_ref())?;
         }
         let (len, buffers) = (self.len, self.buffers);
-        if let Some((lent, filled)) = &mut self.lent {
-            let at = self.position.map(|p| p + *filled as u64);
-            let dst = lent.spare(*filled, self.step_max.min(len - *filled));
-            let want = dst.len();
-            let n = sys::read_uninit(self.fd, dst, at)?;
-            *filled += n;
-            // Positioned (`into_lent`): short only at the end of the file.
-            return Ok((n < want || *filled == len, n));
-        }
         let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
         if buf.vec_mut().capacity() < len {
             return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
@@ -250,7 +227,7 @@ impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> BlockJob<D> 
     }
 }
 
-impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> Job for BlockJob<D> {
+impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for BlockJob<D> {
     fn step(&mut self) -> Step {
         match self.try_step() {
             Ok((done, bytes)) => Step { bytes, done },
@@ -285,15 +262,10 @@ impl<D: FnOnce(Option<Result<Filled, ReadError>>) + Send + 'static> Job for Bloc
 
     fn complete(self: Box<Self>) {
         let this = *self;
-        let outcome = match (this.error, this.buf, this.lent) {
-            (Some(e), ..) => Err(e),
-            (None, _, Some((lent, filled))) => {
-                // The lender may read its memory once it hears of the outcome.
-                drop(lent);
-                Ok(Filled::Lent(filled))
-            }
-            (None, Some(buf), None) => Ok(Filled::Pooled(buf)),
-            (None, None, None) => Ok(Filled::Pooled(PooledBytes::unpooled(Vec::new()))),
+        let outcome = match (this.error, this.buf) {
+            (Some(e), _) => Err(e),
+            (None, Some(buf)) => Ok(buf),
+            (None, None) => Ok(PooledBytes::unpooled(Vec::new())),
         };
         (this.on_done)(Some(outcome));
     }
@@ -325,53 +297,6 @@ mod tests {
         assert_eq!(crate::read::tests::fds_open_on(&p), 1);
         drop(dropped);
         assert_eq!(crate::read::tests::fds_open_on(&p), 0);
-        std::fs::remove_file(p).unwrap();
-    }
-
-    /// Records when it is dropped.
-    struct Flag(std::sync::Arc<std::sync::atomic::AtomicBool>);
-    impl Drop for Flag {
-        fn drop(&mut self) {
-            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-    }
-
-    #[test]
-    fn a_block_reads_into_lent_memory_in_steps_and_lets_it_go_before_reporting() {
-        let p = std::env::temp_dir().join(format!("fairfs-chunk-lent-{}", std::process::id()));
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&p, &data).unwrap();
-        let path = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-        let fd = open(&path, libc::O_RDONLY, 0).unwrap().into_raw();
-        // (position, room, bytes expected, steps before the one that is done): steps of at
-        // most 1,500; the second block meets the end of the file.
-        for (position, room, expect, more) in [(100u64, 4_000usize, 4_000usize, 2), (9_000, 4_000, 1_000, 0)] {
-            let mut memory = vec![0u8; room];
-            let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
-            let (seen, flag) = (outcome.clone(), released.clone());
-            // SAFETY: `memory` outlives the job, and nothing touches it until the job is done.
-            let lent = unsafe { Lent::new(memory.as_mut_ptr(), room, Box::new(Flag(released.clone()))) };
-            let on_done = move |r: Option<Result<Filled, ReadError>>| {
-                let filled = match r {
-                    Some(Ok(Filled::Lent(n))) => n,
-                    _ => panic!("expected a lent block"),
-                };
-                *seen.lock().unwrap() = Some((filled, flag.load(std::sync::atomic::Ordering::SeqCst)));
-            };
-            let mut job = Box::new(BlockJob::into_lent(fd, position, lent, 1_500, None, on_done));
-            let mut steps = 0;
-            while !job.step().done {
-                steps += 1;
-            }
-            assert_eq!(steps, more);
-            job.complete();
-            let (filled, released_first) = outcome.lock().unwrap().unwrap();
-            assert_eq!(filled, expect);
-            assert!(released_first, "the memory is let go before the outcome is reported");
-            assert_eq!(&memory[..expect], &data[position as usize..position as usize + expect]);
-        }
-        close(fd).unwrap();
         std::fs::remove_file(p).unwrap();
     }
 }

@@ -4,8 +4,8 @@
 //! ordinary memory of its own, which a scavenge frees once it is garbage. A pooled
 //! buffer handed to JS needs a finalizer instead, and V8 keeps a Buffer with a
 //! finalizer through scavenges: every such result costs a mark-compact (a loop of
-//! 16 MiB reads ran one per read). Stream blocks ([`crate::chunk`]) and whole big files
-//! ([`crate::read`], [`crate::parts`]) read into lent memory.
+//! 16 MiB reads ran one per read). Whole big files read alone ([`crate::read`],
+//! [`crate::parts`]) read into lent memory.
 
 use std::mem::MaybeUninit;
 
@@ -43,14 +43,6 @@ impl Lent {
     /// stretches of it while it keeps this `Lent`.
     pub(crate) fn base(&mut self) -> *mut MaybeUninit<u8> {
         self.ptr
-    }
-
-    /// Its bytes from `from`, at most `max` of them.
-    pub(crate) fn spare(&mut self, from: usize, max: usize) -> &mut [MaybeUninit<u8>] {
-        let len = max.min(self.len.saturating_sub(from));
-        // SAFETY: `from + len <= self.len`, inside the lent memory, which only this
-        // `Lent` touches (`Lent::new`); the slice borrows `self` mutably.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(from.min(self.len)), len) }
     }
 }
 

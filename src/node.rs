@@ -44,8 +44,8 @@ pub enum Delivered {
     /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
     /// text that is all ASCII (checked on the pool thread).
     Text(PooledBytes),
-    /// A stream block: pooled bytes, or how many bytes went into the Buffer JS lent.
-    Chunk(std::result::Result<Filled, ReadError>),
+    /// A stream block.
+    Chunk(std::result::Result<PooledBytes, ReadError>),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
@@ -82,9 +82,8 @@ struct EnvState {
     max_unsized_length: u64,
     /// Whether the threadsafe function currently keeps the event loop alive.
     referenced: bool,
-    /// Blocks and files reading into Buffers this environment lent
-    /// ([`read_chunk_into`], [`lend_buffer`]).
-    lent: Arc<LentBlocks>,
+    /// Files reading into Buffers this environment lent ([`lend_buffer`]).
+    lent: Arc<LentFiles>,
     /// The Buffers lent to whole-file reads, by request id, until their outcome.
     lent_files: HashMap<u64, LentBuffer>,
 }
@@ -97,20 +96,20 @@ struct LentBuffer {
     len: usize,
 }
 
-/// Counts the blocks that may still write into an environment's memory, so that its
+/// Counts the reads that may still write into an environment's memory, so that its
 /// teardown waits for them: V8 frees the Buffers after it, whatever JS held.
 #[derive(Default)]
-struct LentBlocks {
+struct LentFiles {
     count: Mutex<usize>,
     none: Condvar,
 }
 
-impl LentBlocks {
+impl LentFiles {
     fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts one more block; dropping the guard uncounts it.
+    /// Counts one more read; dropping the guard uncounts it.
     fn enter(self: &Arc<Self>) -> LentGuard {
         *self.lock() += 1;
         LentGuard(self.clone())
@@ -124,7 +123,7 @@ impl LentBlocks {
     }
 }
 
-struct LentGuard(Arc<LentBlocks>);
+struct LentGuard(Arc<LentFiles>);
 
 impl Drop for LentGuard {
     fn drop(&mut self) {
@@ -233,8 +232,8 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         // its reads so nothing is read for nobody. Their outcomes are dropped.
         let tickets: Vec<Ticket> = ctx.value.pending.values().flatten().cloned().collect();
         global().cancel_many(&tickets);
-        // Its Buffers are freed after this: wait for a block still writing into one
-        // (one step, at most a chunk of a regular file, as lent blocks are positioned).
+        // Its Buffers are freed after this: wait for a read still writing into one
+        // (one step, at most a chunk: only sized regular files are lent memory).
         ctx.value.lent.wait_for_none();
     })
 }
@@ -336,7 +335,7 @@ fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
     // SAFETY: `data..data + len` is the new Buffer's memory, which stays valid while
     // `reference` holds the Buffer (until the outcome is delivered, after the read
     // let the memory go) and until the environment's teardown, which waits for the
-    // guard (`LentBlocks`). Nobody else sees the Buffer before the outcome.
+    // guard (`LentFiles`). Nobody else sees the Buffer before the outcome.
     let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent.enter())) };
     if global().lend(&ticket, Some(lent)) {
         st.lent_files.insert(id, LentBuffer { reference, data: data.cast_const().cast(), len });
@@ -502,32 +501,6 @@ pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64) -> R
     submit(&env, |deliver| {
         let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
         Box::new(BlockJob::new(fd, position, length as usize, step_max, Some(buffer_pool::global()), flow, on_done))
-    })
-}
-
-/// Reads `buffer.length` bytes of `fd` at `position` into `buffer`, as a block of
-/// stream `flow` (0: none); the result is the number of bytes read. JS must hold
-/// `buffer`, and neither read nor write it, until the outcome is delivered. Returns
-/// the request id.
-#[napi]
-pub fn read_chunk_into(env: Env, fd: i32, position: f64, mut buffer: BufferSlice, flow: f64) -> Result<f64> {
-    if position < 0.0 {
-        // A read at the current position may wait for any time (a FIFO), and teardown
-        // waits for lent blocks: only positioned reads, which finish, borrow memory.
-        return Err(Error::new(Status::InvalidArg, "fairfs: readChunkInto needs a position"));
-    }
-    let flow = (flow > 0.0).then_some(flow as u64);
-    let step_max = global().chunk_size();
-    let guard = state(&env)?.lent.enter();
-    let (ptr, len) = (buffer.as_mut_ptr(), buffer.len());
-    // SAFETY: the Buffer's memory stays valid until the outcome is delivered, because
-    // JS holds the Buffer until then (lib/read-stream.js), and until the environment's
-    // teardown, which waits for `guard` (`LentBlocks`); JS does not touch it before
-    // the outcome, and the job drops `guard` after its last write.
-    let lent = unsafe { Lent::new(ptr, len, Box::new(guard)) };
-    submit(&env, |deliver| {
-        let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
-        Box::new(BlockJob::into_lent(fd, position as u64, lent, step_max, flow, on_done))
     })
 }
 
@@ -950,8 +923,7 @@ impl ToNapiValue for Batch {
                     // SAFETY: `value` was just created in this environment.
                     out.set(slot, unsafe { Unknown::from_raw_unchecked(raw_env, value) })?
                 }
-                Delivered::Chunk(Ok(Filled::Pooled(bytes))) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
-                Delivered::Chunk(Ok(Filled::Lent(filled))) => out.set(slot, filled as f64)?,
+                Delivered::Chunk(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
                 Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,
                 Delivered::Bytes(Err(e))
