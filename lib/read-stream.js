@@ -432,9 +432,10 @@ class ReadStream extends Readable {
     } else {
       // Pooled memory, copied out when small and lent to JS when not. A lent block is
       // kept from V8's count while the pool has stock (src/external_memory.rs), so
-      // blocks a slow reader holds across young collections start no mark-compacts;
-      // V8's own memory would (ARCHITECTURE.md, "Stream blocks"). The first block (most
-      // small files' only one) needs no flow of its own.
+      // blocks a slow reader holds across young collections start a mark-compact only
+      // once the pool needs them back; V8's own memory would count towards one at once
+      // (ARCHITECTURE.md, "Stream blocks"). The first block (most small files' only
+      // one) needs no flow of its own.
       if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
       id = binding.readChunk(this.fd, position, size, this.#flow)
       this.#ids.add(id)
