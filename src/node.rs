@@ -82,8 +82,9 @@ struct EnvState {
     max_unsized_length: u64,
     /// Whether the threadsafe function currently keeps the event loop alive.
     referenced: bool,
-    /// Files reading into Buffers this environment lent ([`lend_buffer`]).
-    lent: Arc<LentFiles>,
+    /// Reads still writing into Buffers this environment lent ([`lend_buffer`]);
+    /// teardown waits for them.
+    lent_writes: Arc<LentWrites>,
     /// The Buffers lent to whole-file reads, by request id, until their outcome.
     lent_files: HashMap<u64, LentBuffer>,
 }
@@ -99,12 +100,12 @@ struct LentBuffer {
 /// Counts the reads that may still write into an environment's memory, so that its
 /// teardown waits for them: V8 frees the Buffers after it, whatever JS held.
 #[derive(Default)]
-struct LentFiles {
+struct LentWrites {
     count: Mutex<usize>,
     none: Condvar,
 }
 
-impl LentFiles {
+impl LentWrites {
     fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
         self.count.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -123,7 +124,7 @@ impl LentFiles {
     }
 }
 
-struct LentGuard(Arc<LentFiles>);
+struct LentGuard(Arc<LentWrites>);
 
 impl Drop for LentGuard {
     fn drop(&mut self) {
@@ -224,7 +225,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         max_length: max_length as u64,
         max_unsized_length: crate::read::DEFAULT_MAX_UNSIZED_LENGTH,
         referenced: false,
-        lent: Arc::default(),
+        lent_writes: Arc::default(),
         lent_files: HashMap::new(),
     };
     env.set_instance_data(st, (), |ctx| {
@@ -234,7 +235,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         global().cancel_many(&tickets);
         // Its Buffers are freed after this: wait for a read still writing into one
         // (one step, at most a chunk: only sized regular files are lent memory).
-        ctx.value.lent.wait_for_none();
+        ctx.value.lent_writes.wait_for_none();
     })
 }
 
@@ -335,8 +336,8 @@ fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
     // SAFETY: `data..data + len` is the new Buffer's memory, which stays valid while
     // `reference` holds the Buffer (until the outcome is delivered, after the read
     // let the memory go) and until the environment's teardown, which waits for the
-    // guard (`LentFiles`). Nobody else sees the Buffer before the outcome.
-    let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent.enter())) };
+    // guard (`LentWrites`). Nobody else sees the Buffer before the outcome.
+    let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent_writes.enter())) };
     if global().lend(&ticket, Some(lent)) {
         st.lent_files.insert(id, LentBuffer { reference, data: data.cast_const().cast(), len });
     } else {
