@@ -42,6 +42,8 @@
 //! A burst of big reads after a pause ([`STALE_AFTER`]) starts again at `max`
 //! ([`Governor::restart`]): what others did before says little about now, and one
 //! window is enough to back off, while climbing back takes the hold and a window a step.
+//! A window in which big reads ran less than [`MIN_BUSY_SHARE`] of the time
+//! ([`BusyClock`]) is not judged at all: it starts a new one.
 //!
 //! **Why it is not bistable.** An earlier attempt watched our own CPU time
 //! (`getrusage`): with every worker copying, zlib slowed down, the signal went quiet
@@ -57,7 +59,7 @@
 //! Where the OS gives no such count (not Linux, or `--cfg fairfs_portable`) the
 //! limit stays fixed at [`fixed_limit`], as before.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sys::CpuSnapshot;
 
@@ -90,6 +92,41 @@ pub const SMOOTHING: f64 = 0.5;
 pub const STALE_AFTER: Duration = Duration::from_millis(300);
 /// Windows after a back-off during which the limit does not rise.
 pub const HOLD_WINDOWS: u32 = 5;
+/// The least share of a window big reads must have run in for the governor to judge
+/// it; a window mostly spent without them starts a new one instead. What others did
+/// while the pool read no big file did not compete with it: two worker_threads reading
+/// with node:fs, then with fairfs, left the first fairfs window full of libuv's reads,
+/// and the limit fell to one for a round in which nothing else ran.
+pub const MIN_BUSY_SHARE: f64 = 0.5;
+
+/// How long big reads ran, one or more at a time: the time a window's demand competed
+/// with them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BusyClock {
+    /// When the running stretch began; `None` while no big read runs.
+    since: Option<Instant>,
+    /// The stretches that ended, summed.
+    ended: Duration,
+}
+
+impl BusyClock {
+    /// A big read started with none running.
+    pub fn start(&mut self, now: Instant) {
+        self.since.get_or_insert(now);
+    }
+
+    /// The last running big read stopped.
+    pub fn stop(&mut self, now: Instant) {
+        if let Some(since) = self.since.take() {
+            self.ended += now.saturating_duration_since(since);
+        }
+    }
+
+    /// Time big reads have run so far.
+    pub fn total(&self, now: Instant) -> Duration {
+        self.ended + self.since.map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
+    }
+}
 
 /// What others wanted of the CPU over one window.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -182,6 +219,11 @@ impl Governor {
             true => self.limit.clamp(1, self.max),
             false => fixed_at.clamp(1, self.max),
         };
+        if raised {
+            // Learning anew: a neighbour's smoothed demand from before would take the
+            // raised limit back down at the first look.
+            (self.hold, self.smoothed) = (0, None);
+        }
     }
 
     /// Forgets what it learnt, for a burst of big reads after a pause
@@ -357,6 +399,26 @@ mod tests {
         assert_eq!(g.limit(), 1);
         g.set_max(6, 1);
         assert_eq!(g.limit(), 6, "and starts at a raised max (every thread), backing off as it learns");
+        g.observe(Demand { neighbours: 0.0, loop_waiting: 0.0, host_pool: 0.3 });
+        assert_eq!(g.limit(), 1);
+        g.set_max(8, 1);
+        g.observe(QUIET);
+        assert_eq!(g.limit(), 8, "what it learnt before a raise does not take the limit back down");
+    }
+
+    #[test]
+    fn the_busy_clock_counts_only_while_big_reads_run() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut clock = BusyClock::default();
+        assert_eq!(clock.total(t0 + ms(50)), Duration::ZERO);
+        clock.start(t0);
+        clock.start(t0 + ms(10)); // a second big read: the stretch goes on
+        clock.stop(t0 + ms(30));
+        clock.stop(t0 + ms(40)); // nothing ran
+        assert_eq!(clock.total(t0 + ms(60)), ms(30));
+        clock.start(t0 + ms(60));
+        assert_eq!(clock.total(t0 + ms(100)), ms(70), "a stretch under way counts up to now");
     }
 
     #[test]

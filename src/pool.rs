@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use crate::admission::{Admission, Limits, Wait};
-use crate::contention::{self, Demand, Governor};
+use crate::contention::{self, BusyClock, Demand, Governor};
 use crate::lent::Lent;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -268,9 +268,12 @@ struct State {
     governor: Governor,
     /// The limit set by [`Pool::set_large_limit`], if any: the governor's most.
     large_limit_set: Option<usize>,
-    /// The governor's last CPU snapshot and when it was taken; a worker is taking one.
-    looked_at: Option<(Instant, CpuSnapshot)>,
+    /// The governor's last CPU snapshot, when it was taken and how long big reads had
+    /// run by then; a worker is taking one.
+    looked_at: Option<(Instant, CpuSnapshot, Duration)>,
     looking: bool,
+    /// How long big reads have run, for the governor's windows.
+    large_clock: BusyClock,
     /// The request last put back was split, so more workers may help with it.
     split_waiting: bool,
     /// The nice value workers should run at; each worker applies changes itself.
@@ -416,6 +419,7 @@ impl Pool {
                 large_limit_set: None,
                 looked_at: None,
                 looking: false,
+                large_clock: BusyClock::default(),
                 split_waiting: false,
                 nice: DEFAULT_NICE,
                 admission: Admission::new(default_limits()),
@@ -728,6 +732,9 @@ fn worker(shared: Arc<Shared>) {
         shared.active.fetch_add(1, Ordering::Relaxed);
         state.busy += 1;
         let large = flow.item.job.is_large();
+        if large && state.large_busy == 0 && state.governor.is_adaptive() {
+            state.large_clock.start(Instant::now());
+        }
         state.large_busy += large as usize;
         // More waiting than this worker takes: wake one more, which does the same.
         if !state.queue.is_empty() && state.idle > 0 {
@@ -744,6 +751,9 @@ fn worker(shared: Arc<Shared>) {
         state.busy -= 1;
         state.large_busy -= large as usize;
         if large && state.governor.is_adaptive() {
+            if state.large_busy == 0 {
+                state.large_clock.stop(Instant::now());
+            }
             state = look_around(&shared, state);
         }
         if large && !state.queue.is_empty() && state.idle > 0 {
@@ -771,10 +781,11 @@ fn worker(shared: Arc<Shared>) {
 }
 
 /// After a big-read step: once per [`contention::WINDOW`], this worker takes a CPU
-/// snapshot (outside the lock) and lets the governor judge the window.
+/// snapshot (outside the lock) and lets the governor judge the window, if big reads
+/// ran for most of it ([`contention::MIN_BUSY_SHARE`]).
 fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
     let now = Instant::now();
-    let due = state.looked_at.map_or(true, |(at, _)| now.duration_since(at) >= contention::WINDOW);
+    let due = state.looked_at.map_or(true, |(at, _, _)| now.duration_since(at) >= contention::WINDOW);
     if !due || state.looking {
         return state;
     }
@@ -785,15 +796,21 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
     state.looking = false;
     let Some(snapshot) = snapshot else { return state };
     let limit = state.governor.limit();
-    match state.looked_at.filter(|(at, _)| now.duration_since(*at) < contention::STALE_AFTER) {
-        Some((at, before)) => _ = state.governor.observe(Demand::between(&before, &snapshot, now.duration_since(at))),
+    let busy = state.large_clock.total(now);
+    match state.looked_at.filter(|(at, _, _)| now.duration_since(*at) < contention::STALE_AFTER) {
+        Some((at, before, busy_before)) => {
+            let wall = now.duration_since(at);
+            if (busy - busy_before).as_secs_f64() >= contention::MIN_BUSY_SHARE * wall.as_secs_f64() {
+                state.governor.observe(Demand::between(&before, &snapshot, wall));
+            }
+        }
         None => state.governor.restart(),
     }
     if state.governor.limit() > limit && state.idle > 0 {
         // Room for more big reads: waiting workers may take them.
         shared.work_ready.notify_all();
     }
-    state.looked_at = Some((now, snapshot));
+    state.looked_at = Some((now, snapshot, busy));
     state
 }
 
