@@ -800,7 +800,7 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
     match state.looked_at.filter(|(at, _, _)| now.duration_since(*at) < contention::STALE_AFTER) {
         Some((at, before, busy_before)) => {
             let wall = now.duration_since(at);
-            if (busy - busy_before).as_secs_f64() >= contention::MIN_BUSY_SHARE * wall.as_secs_f64() {
+            if busy.saturating_sub(busy_before).as_secs_f64() >= contention::MIN_BUSY_SHARE * wall.as_secs_f64() {
                 state.governor.observe(Demand::between(&before, &snapshot, wall));
             }
         }
