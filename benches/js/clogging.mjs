@@ -6,7 +6,7 @@
 import path from 'node:path'
 import zlib from 'node:zlib'
 import {
-  KiB, MiB, readers, checkLength, interleave, medians, loops,
+  fairfs, KiB, MiB, readers, checkLength, interleave, medians, loops,
   makeTmpDir, removeTmpDir, writeFilled, fmtSize, fmtNum, fmtRatio,
 } from './common.mjs'
 
@@ -19,15 +19,22 @@ const zipInput = Buffer.alloc(1024, 'a')
 
 const zipOnce = (done) => zlib.deflate(zipInput, (err, out) => done(err ?? (out.length > 0 ? null : new Error('empty deflate output'))))
 
-/** Reads/s and zips/s with both kinds of loops running for the same `durationMs`. */
-async function measure(durationMs, concurrent, issueRead) {
+/** Reads/s and zips/s with both kinds of loops running for the same `durationMs`;
+ *  for fairfs also what its contention governor did (kept in results.json), since
+ *  zlib's share depends on how soon it backs off. */
+async function measure(durationMs, concurrent, issueRead, isFairfs) {
+  const before = fairfs.stats()
   const end = performance.now() + durationMs
   const keepGoing = () => performance.now() < end
   const [reads, zips] = await Promise.all([
     issueRead ? loops(concurrent, issueRead, keepGoing) : null,
     loops(1, zipOnce, keepGoing),
   ])
-  return { reads: reads ? reads.ops / reads.seconds : 0, zips: zips.ops / zips.seconds }
+  const after = fairfs.stats()
+  const governor = isFairfs
+    ? { backoffs: after.largeBackoffs - before.largeBackoffs, limitAtEnd: after.largeLimit, libuvThreads: after.libuvThreads }
+    : undefined
+  return { reads: reads ? reads.ops / reads.seconds : 0, zips: zips.ops / zips.seconds, governor }
 }
 
 export async function run({ quick, progress }) {
@@ -48,7 +55,7 @@ export async function run({ quick, progress }) {
           const check = (data) => checkLength(data, len)
           const samples = await interleave(
             SIDES, rounds,
-            (side) => measure(durationMs, concurrent, side === 'zlib-alone' ? null : readers[side](file, { encoding }, check)),
+            (side) => measure(durationMs, concurrent, side === 'zlib-alone' ? null : readers[side](file, { encoding }, check), side === 'fairfs-cb'),
             (p) => progress(`${label} ${p}`),
           )
           const zips = medians(Object.fromEntries(SIDES.map((s) => [s, samples[s].map((x) => x.zips)])))
