@@ -43,7 +43,7 @@
 //! ([`Governor::restart`]): what others did before says little about now, and one
 //! window is enough to back off, while climbing back takes the hold and a window a step.
 //! A window in which big reads ran less than [`MIN_BUSY_SHARE`] of the time
-//! ([`BusyClock`]) is not judged at all: it starts a new one.
+//! ([`BusyClock`]) may raise the limit but never lower it.
 //!
 //! **Why it is not bistable.** An earlier attempt watched our own CPU time
 //! (`getrusage`): with every worker copying, zlib slowed down, the signal went quiet
@@ -93,8 +93,9 @@ pub const STALE_AFTER: Duration = Duration::from_millis(300);
 /// Windows after a back-off during which the limit does not rise.
 pub const HOLD_WINDOWS: u32 = 5;
 /// The least share of a window big reads must have run in for the governor to judge
-/// it; a window mostly spent without them starts a new one instead. What others did
-/// while the pool read no big file did not compete with it: two worker_threads reading
+/// it in full; a window mostly spent without them may only raise the limit
+/// ([`Governor::observe_idle`]). What others did while the pool read no big file did
+/// not compete with it: two worker_threads reading
 /// with node:fs, then with fairfs, left the first fairfs window full of libuv's reads,
 /// and the limit fell to one for a round in which nothing else ran.
 pub const MIN_BUSY_SHARE: f64 = 0.5;
@@ -143,6 +144,11 @@ pub struct Demand {
 const TICKS_PER_SECOND: f64 = 100.0;
 
 impl Demand {
+    /// Low enough on every count to try one more big read at once.
+    pub fn is_quiet(&self) -> bool {
+        self.neighbours < PROBE_BELOW && self.loop_waiting < LOOP_PROBE_BELOW && self.host_pool < HOST_POOL_PROBE_BELOW
+    }
+
     /// Demand between two snapshots taken `wall` apart.
     pub fn between(before: &CpuSnapshot, after: &CpuSnapshot, wall: Duration) -> Demand {
         let secs = wall.as_secs_f64().max(1e-3);
@@ -238,6 +244,18 @@ impl Governor {
     /// Takes one window's demand (smoothed with the windows before); returns whether
     /// the limit changed.
     pub fn observe(&mut self, demand: Demand) -> bool {
+        self.judge(demand, true)
+    }
+
+    /// Takes a window in which big reads mostly did not run ([`MIN_BUSY_SHARE`]). What
+    /// others did then did not compete with them, so it cannot lower the limit; a quiet
+    /// one still counts towards raising it, or a sequential reader that leaves gaps
+    /// between its reads would stay at a limit some earlier neighbour set.
+    pub fn observe_idle(&mut self, demand: Demand) -> bool {
+        demand.is_quiet() && self.judge(demand, false)
+    }
+
+    fn judge(&mut self, demand: Demand, may_lower: bool) -> bool {
         if !self.adaptive {
             return false;
         }
@@ -251,21 +269,17 @@ impl Governor {
             },
         };
         self.smoothed = Some(demand);
-        if demand.host_pool > HOST_POOL_BACK_OFF_ABOVE {
+        if may_lower && demand.host_pool > HOST_POOL_BACK_OFF_ABOVE {
             self.limit = 1;
             self.hold = HOLD_WINDOWS;
             self.backed_off += (self.limit < before) as u64;
-        } else if demand.neighbours > BACK_OFF_ABOVE || demand.loop_waiting > LOOP_BACK_OFF_ABOVE {
+        } else if may_lower && (demand.neighbours > BACK_OFF_ABOVE || demand.loop_waiting > LOOP_BACK_OFF_ABOVE) {
             self.limit = (self.limit - 1).max(1);
             self.hold = HOLD_WINDOWS;
             self.backed_off += (self.limit < before) as u64;
         } else if self.hold > 0 {
             self.hold -= 1;
-        } else if demand.neighbours < PROBE_BELOW
-            && demand.loop_waiting < LOOP_PROBE_BELOW
-            && demand.host_pool < HOST_POOL_PROBE_BELOW
-            && self.limit < self.max
-        {
+        } else if demand.is_quiet() && self.limit < self.max {
             self.limit += 1;
             self.probed += 1;
         }
@@ -404,6 +418,30 @@ mod tests {
         g.set_max(8, 1);
         g.observe(QUIET);
         assert_eq!(g.limit(), 8, "what it learnt before a raise does not take the limit back down");
+    }
+
+    #[test]
+    fn a_window_without_big_reads_never_lowers_the_limit_but_a_quiet_one_raises_it() {
+        let mut g = Governor::new(4, 4, true);
+        let busy_libuv = Demand { neighbours: 0.0, loop_waiting: 0.0, host_pool: 0.9 };
+        assert!(!g.observe_idle(busy_libuv));
+        assert_eq!(g.limit(), 4, "what libuv did while the pool read no big file does not count");
+        g.observe(busy_libuv);
+        assert_eq!(g.limit(), 1, "while it read, it does");
+        for _ in 0..HOLD_WINDOWS {
+            g.observe_idle(QUIET);
+        }
+        assert_eq!(g.limit(), 1, "held");
+        g.observe_idle(Demand { neighbours: 0.9, loop_waiting: 0.0, host_pool: 0.0 });
+        assert_eq!(g.limit(), 1, "a loud idle window is ignored");
+        feed_idle(&mut g, 4, QUIET);
+        assert_eq!(g.limit(), 4, "quiet ones raise it, a step each, as busy ones would");
+    }
+
+    fn feed_idle(g: &mut Governor, windows: usize, demand: Demand) {
+        for _ in 0..windows {
+            g.observe_idle(demand);
+        }
     }
 
     #[test]

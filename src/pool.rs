@@ -781,8 +781,9 @@ fn worker(shared: Arc<Shared>) {
 }
 
 /// After a big-read step: once per [`contention::WINDOW`], this worker takes a CPU
-/// snapshot (outside the lock) and lets the governor judge the window, if big reads
-/// ran for most of it ([`contention::MIN_BUSY_SHARE`]).
+/// snapshot (outside the lock) and lets the governor judge the window: in full if big
+/// reads ran for most of it ([`contention::MIN_BUSY_SHARE`]), else only to raise the
+/// limit.
 fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
     let now = Instant::now();
     let due = state.looked_at.map_or(true, |(at, _, _)| now.duration_since(at) >= contention::WINDOW);
@@ -800,8 +801,11 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
     match state.looked_at.filter(|(at, _, _)| now.duration_since(*at) < contention::STALE_AFTER) {
         Some((at, before, busy_before)) => {
             let wall = now.duration_since(at);
+            let demand = Demand::between(&before, &snapshot, wall);
             if busy.saturating_sub(busy_before).as_secs_f64() >= contention::MIN_BUSY_SHARE * wall.as_secs_f64() {
-                state.governor.observe(Demand::between(&before, &snapshot, wall));
+                state.governor.observe(demand);
+            } else {
+                state.governor.observe_idle(demand);
             }
         }
         None => state.governor.restart(),
