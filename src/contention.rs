@@ -95,9 +95,9 @@ pub const HOLD_WINDOWS: u32 = 5;
 /// The least share of a window big reads must have run in for the governor to judge
 /// it in full; a window mostly spent without them may only raise the limit
 /// ([`Governor::observe_idle`]). What others did while the pool read no big file did
-/// not compete with it: two worker_threads reading
-/// with node:fs, then with fairfs, left the first fairfs window full of libuv's reads,
-/// and the limit fell to one for a round in which nothing else ran.
+/// not compete with it: two worker_threads reading with node:fs, then with fairfs,
+/// left the first fairfs window full of libuv's reads, and the limit fell to one for a
+/// round in which nothing else ran.
 pub const MIN_BUSY_SHARE: f64 = 0.5;
 
 /// How long big reads ran, one or more at a time: the time a window's demand competed
