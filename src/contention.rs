@@ -247,11 +247,22 @@ impl Governor {
         self.judge(demand, true)
     }
 
+    /// Takes one window of `wall` in which big reads ran for `busy`: in full
+    /// ([`Governor::observe`]) if that is at least [`MIN_BUSY_SHARE`] of it, else only
+    /// to raise the limit ([`Governor::observe_idle`]).
+    pub fn observe_window(&mut self, demand: Demand, busy: Duration, wall: Duration) -> bool {
+        if busy.as_secs_f64() >= MIN_BUSY_SHARE * wall.as_secs_f64() {
+            self.observe(demand)
+        } else {
+            self.observe_idle(demand)
+        }
+    }
+
     /// Takes a window in which big reads mostly did not run ([`MIN_BUSY_SHARE`]). What
     /// others did then did not compete with them, so it cannot lower the limit; a quiet
     /// one still counts towards raising it, or a sequential reader that leaves gaps
     /// between its reads would stay at a limit some earlier neighbour set.
-    pub fn observe_idle(&mut self, demand: Demand) -> bool {
+    fn observe_idle(&mut self, demand: Demand) -> bool {
         demand.is_quiet() && self.judge(demand, false)
     }
 
@@ -424,10 +435,11 @@ mod tests {
     fn a_window_without_big_reads_never_lowers_the_limit_but_a_quiet_one_raises_it() {
         let mut g = Governor::new(4, 4, true);
         let busy_libuv = Demand { neighbours: 0.0, loop_waiting: 0.0, host_pool: 0.9 };
-        assert!(!g.observe_idle(busy_libuv));
+        let ms = Duration::from_millis;
+        assert!(!g.observe_window(busy_libuv, ms(40), ms(100)));
         assert_eq!(g.limit(), 4, "what libuv did while the pool read no big file does not count");
-        g.observe(busy_libuv);
-        assert_eq!(g.limit(), 1, "while it read, it does");
+        g.observe_window(busy_libuv, ms(50), ms(100));
+        assert_eq!(g.limit(), 1, "while it read, half the window or more, it does");
         for _ in 0..HOLD_WINDOWS {
             g.observe_idle(QUIET);
         }

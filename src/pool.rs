@@ -802,11 +802,7 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
         Some((at, before, busy_before)) => {
             let wall = now.duration_since(at);
             let demand = Demand::between(&before, &snapshot, wall);
-            if busy.saturating_sub(busy_before).as_secs_f64() >= contention::MIN_BUSY_SHARE * wall.as_secs_f64() {
-                state.governor.observe(demand);
-            } else {
-                state.governor.observe_idle(demand);
-            }
+            state.governor.observe_window(demand, busy.saturating_sub(busy_before), wall);
         }
         None => state.governor.restart(),
     }

@@ -92,7 +92,7 @@ adapts('work on libuv\'s pool while no big read runs is not held against the nex
   // Two worker_threads read with node:fs, then with fairfs, in turns: libuv's threads
   // were busy between two of the governor's looks, while the pool read no big file,
   // and a window judged over that gap took the limit straight to one for a burst that
-  // had the machine to itself. The gap must start a new window instead.
+  // had the machine to itself. A window mostly without big reads must not lower it.
   const files = Array.from({ length: 4 }, () => makeFile(16 * 1024 * 1024))
   const burst = async (ms) => {
     const end = Date.now() + ms

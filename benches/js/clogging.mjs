@@ -23,17 +23,15 @@ const zipOnce = (done) => zlib.deflate(zipInput, (err, out) => done(err ?? (out.
  *  for fairfs also what its contention governor did (kept in results.json), since
  *  zlib's share depends on how soon it backs off. */
 async function measure(durationMs, concurrent, issueRead, isFairfs) {
-  const before = fairfs.stats()
+  const before = isFairfs ? fairfs.stats() : undefined
   const end = performance.now() + durationMs
   const keepGoing = () => performance.now() < end
   const [reads, zips] = await Promise.all([
     issueRead ? loops(concurrent, issueRead, keepGoing) : null,
     loops(1, zipOnce, keepGoing),
   ])
-  const after = fairfs.stats()
-  const governor = isFairfs
-    ? { backoffs: after.largeBackoffs - before.largeBackoffs, limitAtEnd: after.largeLimit, libuvThreads: after.libuvThreads }
-    : undefined
+  const after = isFairfs ? fairfs.stats() : undefined
+  const governor = after && { backoffs: after.largeBackoffs - before.largeBackoffs, limitAtEnd: after.largeLimit, libuvThreads: after.libuvThreads }
   return { reads: reads ? reads.ops / reads.seconds : 0, zips: zips.ops / zips.seconds, governor }
 }
 
