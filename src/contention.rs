@@ -94,7 +94,7 @@ pub const STALE_AFTER: Duration = Duration::from_millis(300);
 pub const HOLD_WINDOWS: u32 = 5;
 /// The least share of a window big reads must have run in for the governor to judge
 /// it in full; a window mostly spent without them may only raise the limit
-/// ([`Governor::observe_idle`]). What others did while the pool read no big file did
+/// ([`Governor::observe_window`]). What others did while the pool read no big file did
 /// not compete with it: two worker_threads reading with node:fs, then with fairfs,
 /// left the first fairfs window full of libuv's reads, and the limit fell to one for a
 /// round in which nothing else ran.
@@ -249,7 +249,7 @@ impl Governor {
 
     /// Takes one window of `wall` in which big reads ran for `busy`: in full
     /// ([`Governor::observe`]) if that is at least [`MIN_BUSY_SHARE`] of it, else only
-    /// to raise the limit ([`Governor::observe_idle`]).
+    /// to raise the limit (`observe_idle`).
     pub fn observe_window(&mut self, demand: Demand, busy: Duration, wall: Duration) -> bool {
         if busy.as_secs_f64() >= MIN_BUSY_SHARE * wall.as_secs_f64() {
             self.observe(demand)
