@@ -4,7 +4,6 @@
 import os from 'node:os'
 import fs from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import crypto from 'node:crypto'
 import zlib from 'node:zlib'
 import test from 'ava'
 import { fairfs, isNative, makeFile } from '../helpers.mjs'
@@ -84,52 +83,4 @@ adapts('next to a loop of small deflates on libuv\'s pool, the big-read limit go
   }
   t.true(zips > 0)
   t.is(after.largeLimit, 1, `backed off ${after.largeBackoffs - backoffs} times`)
-})
-
-adapts('work on libuv\'s pool while no big read runs is not held against the next burst', async (t) => {
-  t.timeout(90_000)
-  if (fairfs.stats().threads < 3) return t.pass('needs a limit that can fall by more than one')
-  // Two worker_threads read with node:fs, then with fairfs, in turns: libuv's threads
-  // were busy between two of the governor's looks, while the pool read no big file,
-  // and a window judged over that gap took the limit straight to one for a burst that
-  // had the machine to itself. A window mostly without big reads must not lower it.
-  const files = Array.from({ length: 4 }, () => makeFile(16 * 1024 * 1024))
-  const burst = async (ms) => {
-    const end = Date.now() + ms
-    await Promise.all(files.map(async ({ path }) => {
-      while (Date.now() < end) await fairfs.promises.readFile(path)
-    }))
-  }
-  const pbkdf2 = (iterations) => new Promise((resolve, reject) =>
-    crypto.pbkdf2('secret', 'salt', iterations, 32, 'sha256', (err) => (err ? reject(err) : resolve())))
-  // Iterations that keep a libuv thread busy for about 200 ms: a pause twice the
-  // window, so that big reads ran for at most a third of the window that spans it.
-  let iterations = 20_000
-  for (let i = 0; i < 2; i++) {
-    const t0 = performance.now()
-    await pbkdf2(iterations)
-    iterations = Math.max(1000, Math.round(iterations * 200 / (performance.now() - t0)))
-  }
-  const rounds = []
-  for (let round = 0; round < 5; round++) {
-    startAtEveryThread(t)
-    // After 300 ms without big reads the governor starts afresh: a first look (a
-    // baseline), then one window judged, at most one step down (V8's helpers count
-    // as neighbours).
-    await new Promise((resolve) => setTimeout(resolve, 350))
-    await burst(150)
-    const before = fairfs.stats().largeLimit
-    // Two of libuv's threads busy on two cores, mostly within the 300 ms after which
-    // a look starts afresh anyway (the previous build judged such a window and fell
-    // to one).
-    await Promise.all([pbkdf2(iterations), pbkdf2(iterations)])
-    // The first look after the pause; then one more window. Judged over the pause,
-    // libuv's demand would have taken the limit straight to one.
-    await burst(150)
-    rounds.push([before, fairfs.stats().largeLimit])
-  }
-  for (const { path } of files) fs.rmSync(path)
-  const all = JSON.stringify(rounds)
-  t.true(rounds.some(([before]) => before >= 3), `a round began high enough to tell a fall to one from a step down: ${all}`)
-  t.true(rounds.every(([before, after]) => after >= before - 1), `limits before and after each pause: ${all}`)
 })
