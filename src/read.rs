@@ -544,12 +544,11 @@ pub(crate) mod tests {
         }
     }
 
-    fn temp_file(name: &str, data: &[u8]) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("fairfs-read-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
-        std::fs::write(&p, data).unwrap();
-        p
+    /// A file holding `data`, removed when the returned path is dropped.
+    fn temp_file(name: &str, data: &[u8]) -> tempfile::TempPath {
+        let mut file = tempfile::Builder::new().prefix(name).tempfile().unwrap();
+        std::io::Write::write_all(&mut file, data).unwrap();
+        file.into_temp_path()
     }
 
     fn pattern(len: usize) -> Vec<u8> {

@@ -224,7 +224,8 @@ mod tests {
 
     /// A 50,000-byte file and a lending read of it (4 KiB chunks, under admission).
     struct LendingRead {
-        path: std::path::PathBuf,
+        /// The file, removed when the test drops this.
+        path: tempfile::TempPath,
         data: Vec<u8>,
         job: Box<dyn Job>,
         /// The outcome, and whether the memory was let go by then.
@@ -242,11 +243,10 @@ mod tests {
         released: &std::sync::Arc<std::sync::atomic::AtomicBool>,
         sizes: std::ops::Range<usize>,
     ) -> LendingRead {
-        let dir = std::env::temp_dir().join(format!("fairfs-lending-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
-        let p = dir.join("big");
-        std::fs::write(&p, &data).unwrap();
+        let mut file = tempfile::Builder::new().prefix(&format!("fairfs-lending-{name}")).tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &data).unwrap();
+        let p = file.into_temp_path();
         let source = Source::Path {
             path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
             flags: libc::O_RDONLY,
@@ -344,11 +344,10 @@ mod tests {
         let pool = Pool::new(4, 4096);
         let big_len = 50_000usize;
         pool.set_admission_limits(Some(3), Some(2 * big_len as u64 + 1));
-        let dir = std::env::temp_dir().join(format!("fairfs-admission-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let big: Vec<u8> = (0..big_len).map(|i| (i * 7 % 251) as u8).collect();
         let small: Vec<u8> = (0..1000).map(|i| (i * 3 % 253) as u8).collect();
-        let (big_path, small_path) = (dir.join("big"), dir.join("small"));
+        let (big_path, small_path) = (dir.path().join("big"), dir.path().join("small"));
         std::fs::write(&big_path, &big).unwrap();
         std::fs::write(&small_path, &small).unwrap();
         let source = |p: &std::path::Path| Source::Path {
@@ -386,6 +385,6 @@ mod tests {
         let s = pool.stats();
         assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
         assert_eq!(crate::read::tests::fds_open_on(&big_path) + crate::read::tests::fds_open_on(&small_path), 0);
-        std::fs::remove_dir_all(dir).unwrap();
+        dir.close().unwrap();
     }
 }

@@ -46,10 +46,9 @@ fn reads_wait_out_emfile_caused_by_other_code() {
         lim.rlim_cur = 64;
         assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
     }
-    let dir = std::env::temp_dir().join(format!("fairfs-emfile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..10_000).map(|i| (i % 251) as u8).collect();
-    let file = dir.join("data");
+    let file = dir.path().join("data");
     std::fs::write(&file, &data).unwrap();
     let pool = Pool::new(2, 4096);
     assert_eq!(pool.stats().max_open_files, 16, "a quarter of the 64 descriptors");
@@ -80,7 +79,7 @@ fn reads_wait_out_emfile_caused_by_other_code() {
 
     // The pool holds a file of its own (a FIFO being read): a read meeting EMFILE
     // waits for that file to close, past the bounded wait, and then succeeds.
-    let fifo = dir.join("fifo");
+    let fifo = dir.path().join("fifo");
     let c = CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -118,5 +117,5 @@ fn reads_wait_out_emfile_caused_by_other_code() {
     outcomes.sort_unstable();
     assert_eq!(outcomes, ["data", "fifo"]);
     drop(held);
-    std::fs::remove_dir_all(dir).unwrap();
+    dir.close().unwrap();
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fairfs::read::{pooled_only, FileRead, Progress, ReadLimits, Source};
 use proptest::prelude::*;
@@ -24,12 +24,10 @@ fn fds_open_on(path: &Path) -> usize {
         .count()
 }
 
-fn temp_path(tag: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("fairfs-prop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{tag}-{}", N.fetch_add(1, Ordering::Relaxed)))
+/// A path of an empty file, removed when the returned path is dropped (also when a
+/// case fails).
+fn temp_path(tag: &str) -> tempfile::TempPath {
+    tempfile::Builder::new().prefix(tag).tempfile().unwrap().into_temp_path()
 }
 
 /// Something that happens to the file (or the read) between two steps, after the
@@ -112,6 +110,5 @@ proptest! {
             prop_assert!(got == data[..expected_len].to_vec(), "content differs");
             prop_assert_eq!(fds_open_on(&path), 0);
         }
-        std::fs::remove_file(&path).unwrap();
     }
 }
