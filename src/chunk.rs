@@ -63,7 +63,7 @@ pub fn close(fd: Fd) -> Result<(), ReadError> {
 
 /// A stream's open as a pool job. Opening a FIFO with no writer would wait in
 /// `open(2)` on a pool worker; so a read-only open does not wait
-/// ([`sys::nonblocking_open_flags`]), and a FIFO then waits for its writer's first
+/// (`sys::nonblocking_open_flags`), and a FIFO then waits for its writer's first
 /// data or close on a thread of its own ([`Wait::OwnThread`]), where an abort ends
 /// the wait within [`crate::read`]'s cancel check. Other fds go back to blocking.
 pub struct OpenJob<D> {

@@ -7,7 +7,7 @@
 //! gave those their share back, but also halved big-file throughput when nothing else
 //! ran. The [`Governor`] sets the limit at run time instead.
 //!
-//! **The signal.** While big reads run, a worker takes a [`CpuSnapshot`] every
+//! **The signal.** While big reads run, a worker takes a `CpuSnapshot` every
 //! [`WINDOW`] (a directory listing and a few small `/proc` files) and the governor
 //! looks at what happened in between ([`Demand`]):
 //!
