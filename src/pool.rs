@@ -294,9 +294,19 @@ struct State {
     next_id: u64,
     /// Set by `Drop`: workers exit and queued jobs are cancelled.
     shutdown: bool,
+    /// What this pool tells the rest of the process.
+    hooks: Hooks,
 }
 
 impl State {
+    /// Tells the hook, if any, the bytes granted to big reads now. Called after every
+    /// change to them.
+    fn report_bytes_in_flight(&self) {
+        if let Some(report) = self.hooks.bytes_in_flight {
+            report(self.admission.bytes().min(self.admission.limits().max_bytes));
+        }
+    }
+
     fn update_large_limit(&mut self) {
         let threads = self.target_threads.max(1);
         let max = self.large_limit_set.unwrap_or(threads).clamp(1, threads);
@@ -327,6 +337,7 @@ impl State {
         }
         if n > 0 {
             self.split_waiting = false;
+            self.report_bytes_in_flight();
         }
         n
     }
@@ -345,6 +356,7 @@ impl State {
             return 0;
         }
         self.admission.release(held.slot, held.granted);
+        self.report_bytes_in_flight();
         if held.outside {
             self.admission.outside_closed();
         }
@@ -389,8 +401,17 @@ struct Shared {
     /// The chunk size new requests use (the queue's DRR quantum follows it). Outside
     /// the lock: the JS thread reads it for each request.
     chunk_size: AtomicUsize,
+}
+
+/// What a pool tells the rest of the process. The process-wide pool tells the buffer
+/// pool; pools made in tests tell nobody.
+#[derive(Clone, Copy, Default)]
+pub struct Hooks {
     /// Run by a worker that found no work for [`IDLE_AFTER`] (e.g. to trim buffers).
-    idle_hook: Option<fn()>,
+    pub idle: Option<fn()>,
+    /// Told the bytes granted to big reads in flight, at most `maxBytesInFlight`,
+    /// whenever they change (the buffer pool keeps more stock while they run).
+    pub bytes_in_flight: Option<fn(u64)>,
 }
 
 /// A bounded pool of worker threads with fair chunk scheduling.
@@ -402,11 +423,11 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(threads: usize, chunk_size: usize) -> Pool {
-        Pool::with_idle_hook(threads, chunk_size, None)
+        Pool::with_hooks(threads, chunk_size, Hooks::default())
     }
 
-    /// A pool whose idle workers run `idle_hook` after [`IDLE_AFTER`] without work.
-    pub fn with_idle_hook(threads: usize, chunk_size: usize, idle_hook: Option<fn()>) -> Pool {
+    /// A pool that tells the rest of the process what `hooks` ask for.
+    pub fn with_hooks(threads: usize, chunk_size: usize, hooks: Hooks) -> Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: FairQueue::new(chunk_size),
@@ -429,6 +450,7 @@ impl Pool {
                 cancel_later: Vec::new(),
                 next_id: 0,
                 shutdown: false,
+                hooks,
             }),
             work_ready: Condvar::new(),
             active: AtomicUsize::new(0),
@@ -438,7 +460,6 @@ impl Pool {
             chunks_read: AtomicU64::new(0),
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
-            idle_hook,
         });
         let pool = Pool { shared, handles: Mutex::new(Vec::new()) };
         pool.configure(Some(threads), None);
@@ -722,7 +743,7 @@ fn worker(shared: Arc<Shared>) {
             state = guard;
             state.idle -= 1;
             let idle = wait.timed_out() && state.queue.is_empty() && state.retry_at.is_none();
-            if let Some(hook) = shared.idle_hook.filter(|_| idle) {
+            if let Some(hook) = state.hooks.idle.filter(|_| idle) {
                 drop(state);
                 hook();
                 state = lock(&shared);
@@ -852,6 +873,7 @@ fn requeue<'a>(
             let held = entry.take_held();
             entry.outside = held.slot;
             state.admission.leave(held.slot, held.granted);
+            state.report_bytes_in_flight();
             let admitted = state.admit();
             drop(state);
             run_on_own_thread(shared, entry);
@@ -860,6 +882,7 @@ fn requeue<'a>(
         Wait::Memory(size) => return await_memory(shared, state, flow.item, size),
         Wait::Bytes(size) => {
             if state.admission.grant(size) {
+                state.report_bytes_in_flight();
                 flow.item.granted += size;
                 flow.item.job.grant();
                 if let Wait::Memory(_) = flow.item.job.wait() {
@@ -1113,7 +1136,11 @@ fn finish_cancelled(shared: &Shared, entry: Entry) {
 pub fn global() -> &'static Pool {
     static GLOBAL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
     GLOBAL.get_or_init(|| {
-        Pool::with_idle_hook(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE, Some(|| crate::buffer_pool::global().trim()))
+        let hooks = Hooks {
+            idle: Some(|| crate::buffer_pool::global().trim()),
+            bytes_in_flight: Some(|bytes| crate::buffer_pool::global().set_bytes_in_flight(bytes)),
+        };
+        Pool::with_hooks(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE, hooks)
     })
 }
 

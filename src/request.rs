@@ -338,10 +338,20 @@ mod tests {
 
     /// A burst of big and small reads of real files under tight admission limits:
     /// every result is whole, open files and granted bytes never pass the limits, and
-    /// everything is given back at the end.
+    /// everything is given back at the end, which the pool's hook hears of.
     #[test]
     fn a_burst_stays_within_admission_limits() {
-        let pool = Pool::new(4, 4096);
+        use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+        static MOST_REPORTED: AtomicU64 = AtomicU64::new(0);
+        static LAST_REPORTED: AtomicU64 = AtomicU64::new(u64::MAX);
+        let hooks = crate::pool::Hooks {
+            bytes_in_flight: Some(|bytes| {
+                MOST_REPORTED.fetch_max(bytes, SeqCst);
+                LAST_REPORTED.store(bytes, SeqCst);
+            }),
+            ..Default::default()
+        };
+        let pool = Pool::with_hooks(4, 4096, hooks);
         let big_len = 50_000usize;
         pool.set_admission_limits(Some(3), Some(2 * big_len as u64 + 1));
         let dir = tempfile::tempdir().unwrap();
@@ -384,6 +394,9 @@ mod tests {
         assert!(most_bytes <= 2 * big_len as u64 + 1, "bytes in flight {most_bytes}");
         let s = pool.stats();
         assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+        let most_reported = MOST_REPORTED.load(SeqCst);
+        assert!((big_len as u64..=2 * big_len as u64 + 1).contains(&most_reported), "reported {most_reported}");
+        assert_eq!(LAST_REPORTED.load(SeqCst), 0, "the bytes given back were reported before the outcomes");
         assert_eq!(crate::read::tests::fds_open_on(&big_path) + crate::read::tests::fds_open_on(&small_path), 0);
         dir.close().unwrap();
     }
