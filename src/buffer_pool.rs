@@ -234,8 +234,24 @@ impl BufferPool {
 
     /// The worker pool's bytes granted to big reads in flight (bounded by its limit
     /// on them) changed to `bytes`.
+    /// When none are left, the stock over `max_pooled_bytes` is freed: a burst of big
+    /// reads is over, and a busy process may never idle long enough to trim.
     pub fn set_bytes_in_flight(&self, bytes: u64) {
         self.bytes_in_flight.store(usize::try_from(bytes).unwrap_or(usize::MAX), Ordering::Relaxed);
+        if bytes == 0 {
+            self.free_over(self.max_pooled_bytes.load(Ordering::Relaxed));
+        }
+    }
+
+    /// Frees pooled buffers, largest first, until at most `max` bytes are kept.
+    fn free_over(&self, max: usize) {
+        for class in self.classes.iter().rev() {
+            while self.pooled_bytes.load(Ordering::Relaxed) > max {
+                let Some(buf) = class.free.pop() else { break };
+                self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
+                drop(buf);
+            }
+        }
     }
 
     /// The most bytes the free lists may hold now (module docs).
@@ -435,12 +451,13 @@ mod tests {
         let bufs: Vec<_> = (0..6).map(|_| pool.acquire(65_536)).collect();
         bufs.into_iter().for_each(|b| pool.release(b));
         assert_eq!(pool.stats().pooled_bytes, 5 * 65_536, "kept up to the raised cap, the sixth freed");
-        pool.set_bytes_in_flight(0);
-        pool.release(pool.acquire(65_536));
-        assert_eq!(pool.stats().pooled_bytes, 4 * 65_536, "with none in flight a release over the cap is freed");
-        let bufs: Vec<_> = (0..4).map(|_| pool.acquire(65_536)).collect();
+        pool.set_bytes_in_flight(65_536 / 2);
+        assert_eq!(pool.stats().pooled_bytes, 5 * 65_536, "a lower cap frees nothing while big reads run");
+        let bufs: Vec<_> = (0..2).map(|_| pool.acquire(65_536)).collect();
         bufs.into_iter().for_each(|b| pool.release(b));
-        assert_eq!(pool.stats().pooled_bytes, 2 * 65_536, "and the stock falls back to the cap as it circulates");
+        assert_eq!(pool.stats().pooled_bytes, 3 * 65_536, "but releases over it (3.5 buffers) are freed");
+        pool.set_bytes_in_flight(0);
+        assert_eq!(pool.stats().pooled_bytes, 2 * 65_536, "with none in flight the stock falls back to the cap");
     }
 
     #[test]
