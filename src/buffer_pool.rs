@@ -15,7 +15,8 @@
 //!   pool does when it has been idle for a while.
 //! * **More while big reads run.** The cap is `max_pooled_bytes` plus
 //!   [`STOCK_PER_BYTE_IN_FLIGHT`] times the bytes granted to big reads in flight
-//!   (at most `maxBytesInFlight` of them; the process-wide worker pool reports them).
+//!   (at most `maxBytesInFlight` of them; the process-wide worker pool reports them,
+//!   and reports none while its contention governor holds big reads back).
 //!   Their results come back only when V8 collects them, all at once, and the reads
 //!   after a collection need that stock: with a cap of 64 MiB, ten 16 MiB reads at a
 //!   time missed the pool on half their buffers and faulted fresh pages in.
