@@ -95,8 +95,8 @@ pub struct BufferPool {
     classes: Vec<Class>,
     /// Cap on `pooled_bytes` while no big read is in flight.
     max_pooled_bytes: AtomicUsize,
-    /// Bytes granted to big reads in flight, as the worker pool last reported them,
-    /// already bounded by its `maxBytesInFlight`.
+    /// Bytes granted to big reads in flight, as the worker pool last reported them:
+    /// at most its `maxBytesInFlight`, and 0 while its governor holds them back.
     bytes_in_flight: AtomicUsize,
     /// Bytes in the free lists. Reserved before a push, so it never exceeds the cap.
     pooled_bytes: AtomicUsize,
@@ -234,9 +234,10 @@ impl BufferPool {
     }
 
     /// The worker pool's bytes granted to big reads in flight (bounded by its limit
-    /// on them) changed to `bytes`.
-    /// When none are left, the stock over `max_pooled_bytes` is freed: a burst of big
-    /// reads is over, and a busy process may never idle long enough to trim.
+    /// on them, and 0 while its governor holds big reads back) changed to `bytes`.
+    ///
+    /// At 0 the stock over `max_pooled_bytes` is freed at once: the burst of big reads
+    /// is over or held back, and a busy process may never idle long enough to trim.
     pub fn set_bytes_in_flight(&self, bytes: u64) {
         self.bytes_in_flight.store(usize::try_from(bytes).unwrap_or(usize::MAX), Ordering::Relaxed);
         if bytes == 0 {

@@ -430,6 +430,7 @@ pub struct Hooks {
     /// Told the bytes granted to big reads in flight, at most `maxBytesInFlight`,
     /// whenever they change, so that the buffer pool keeps stock for their successors;
     /// told 0 while the contention governor holds big reads back for a neighbour.
+    /// Called under the pool's lock.
     pub bytes_in_flight: Option<fn(u64)>,
 }
 
