@@ -264,12 +264,7 @@ impl BufferPool {
 
     /// Frees every pooled buffer.
     pub fn trim(&self) {
-        for class in &self.classes {
-            while let Some(buf) = class.free.pop() {
-                self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
-                drop(buf);
-            }
-        }
+        self.free_over(0);
     }
 
     pub fn stats(&self) -> PoolStats {

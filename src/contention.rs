@@ -440,9 +440,7 @@ mod tests {
         assert_eq!(g.limit(), 4, "what libuv did while the pool read no big file does not count");
         g.observe_window(busy_libuv, ms(50), ms(100));
         assert_eq!(g.limit(), 1, "while it read, half the window or more, it does");
-        for _ in 0..HOLD_WINDOWS {
-            g.observe_idle(QUIET);
-        }
+        feed_idle(&mut g, HOLD_WINDOWS as usize, QUIET);
         assert_eq!(g.limit(), 1, "held");
         g.observe_idle(Demand { neighbours: 0.9, loop_waiting: 0.0, host_pool: 0.0 });
         assert_eq!(g.limit(), 1, "a loud idle window is ignored");

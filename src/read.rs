@@ -545,7 +545,7 @@ pub(crate) mod tests {
     }
 
     /// A file holding `data`, removed when the returned path is dropped.
-    fn temp_file(name: &str, data: &[u8]) -> tempfile::TempPath {
+    pub fn temp_file(name: &str, data: &[u8]) -> tempfile::TempPath {
         let mut file = tempfile::Builder::new().prefix(name).tempfile().unwrap();
         std::io::Write::write_all(&mut file, data).unwrap();
         file.into_temp_path()

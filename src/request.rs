@@ -244,9 +244,7 @@ mod tests {
         sizes: std::ops::Range<usize>,
     ) -> LendingRead {
         let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
-        let mut file = tempfile::Builder::new().prefix(&format!("fairfs-lending-{name}")).tempfile().unwrap();
-        std::io::Write::write_all(&mut file, &data).unwrap();
-        let p = file.into_temp_path();
+        let p = crate::read::tests::temp_file(&format!("fairfs-lending-{name}"), &data);
         let source = Source::Path {
             path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
             flags: libc::O_RDONLY,
