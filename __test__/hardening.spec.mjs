@@ -5,7 +5,7 @@ import { constants } from 'node:buffer'
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, isNative, nativeOnly, needsRss, makeFile, tmpPath, openFdCount } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, needsRss, needsTestHooks, testHooksAddon, makeFile, tmpPath, openFdCount } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 
@@ -72,7 +72,19 @@ needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded
   t.is(fairfs.stats().queued, 0)
 })
 
-nativeOnly(test)('a panic in a pool thread fails only its own read, with a clear error; the pool and the process go on', async (t) => {
+nativeOnly(test)('the release addon carries no test hook: FAIRFS_TEST_PANIC_PATH changes nothing', async (t) => {
+  const addon = process.env.NAPI_RS_NATIVE_LIBRARY_PATH ??
+    fileURLToPath(new URL(`../fairfs.${process.platform}-${process.arch}-gnu.node`, import.meta.url))
+  t.false(fs.readFileSync(addon).includes('FAIRFS_TEST_'), `${addon} names a FAIRFS_TEST_ variable`)
+  const { path: file, data } = makeFile(100_000, 'panics-here')
+  const script = `
+    const fairfs = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
+    fairfs.promises.readFile(${JSON.stringify(file)}).then((b) => console.log(b.length), (e) => console.log(e.code))`
+  const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, FAIRFS_TEST_PANIC_PATH: 'panics-here' }, timeout: 60_000 })
+  t.is(String(out).trim(), String(data.length))
+})
+
+needsTestHooks(test)('a panic in a pool thread fails only its own read, with a clear error; the pool and the process go on', async (t) => {
   const { path: bad } = makeFile(100_000, 'panics-here')
   const { path: good, data } = makeFile(100_000)
   const script = `
@@ -85,7 +97,7 @@ nativeOnly(test)('a panic in a pool thread fails only its own read, with a clear
       console.log(JSON.stringify({ failed, batch: batch.map((r) => r.status), after: after.map((b) => b.length), threads: fairfs.stats().threads }))
     })()`
   const out = await new Promise((resolve, reject) =>
-    execFile(process.execPath, ['-e', script], { env: { ...process.env, FAIRFS_TEST_PANIC_PATH: 'panics-here' }, timeout: 60_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, ['-e', script], { env: { ...process.env, FAIRFS_TEST_PANIC_PATH: 'panics-here', NAPI_RS_NATIVE_LIBRARY_PATH: testHooksAddon }, timeout: 60_000 }, (err, stdout, stderr) =>
       err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve({ ...JSON.parse(stdout), stderr }),
     ),
   )

@@ -33,6 +33,22 @@ export function nativeOnly(testFn) {
 export const emulated = process.env.FAIRFS_TEST_EMULATED === 'qemu-user'
 export const portable = process.env.FAIRFS_TEST_PORTABLE === '1'
 
+/**
+ * The addon built with the cargo feature `test-hooks` (`npm run build:test-hooks`, run
+ * by `npm test`): fault hooks that release builds leave out. Load it in a child
+ * process with `NAPI_RS_NATIVE_LIBRARY_PATH`.
+ */
+export const testHooksAddon = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'target', 'test-hooks', 'fairfs.linux-x64-gnu.node')
+
+/**
+ * For tests that need the test-hooks addon: skipped, visibly, where it is not built for
+ * this platform (the arm64 run under qemu, the node backend).
+ */
+export function needsTestHooks(testFn) {
+  const usable = isNative && process.platform === 'linux' && process.arch === 'x64' && fs.existsSync(testHooksAddon)
+  return usable ? testFn : (title, ...rest) => testFn.skip(`${title} [needs the linux-x64 test-hooks build: npm run build:test-hooks]`, ...rest)
+}
+
 /** For tests that measure RSS, which qemu-user reports as 0: skipped there, visibly. */
 export function needsRss(testFn) {
   return emulated ? (title, ...rest) => testFn.skip(`${title} [RSS is not measurable under qemu-user]`, ...rest) : testFn

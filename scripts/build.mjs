@@ -1,8 +1,9 @@
 // Builds the addon, the way every build of it should be made (tests, bench, release).
 //
-//   node scripts/build.mjs [--debug] [--target <triple>] [--out <dir>]
+//   node scripts/build.mjs [--debug] [--test-hooks] [--target <triple>] [--out <dir>]
 //
-// `--out` builds a variant (say, with RUSTFLAGS="--cfg fairfs_portable") into <dir>
+// `--test-hooks` adds the cargo feature of that name (fault hooks for tests; never
+// in a release build). `--out` builds a variant (say, with RUSTFLAGS="--cfg fairfs_portable") into <dir>
 // with its own cargo target dir, leaving the repository's own build alone; load it
 // with NAPI_RS_NATIVE_LIBRARY_PATH=<dir>/fairfs.<platform>.node.
 //
@@ -22,6 +23,7 @@ import { fileURLToPath } from 'node:url'
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
 const debug = args.includes('--debug')
+const features = args.includes('--test-hooks') ? 'node,test-hooks' : 'node'
 const targetAt = args.indexOf('--target')
 const target = targetAt >= 0 ? args[targetAt + 1] : undefined
 const outAt = args.indexOf('--out')
@@ -33,7 +35,7 @@ const triple = target ?? (linuxX64 ? hostTriple : undefined)
 const napiCross = linuxX64 && (triple === 'x86_64-unknown-linux-gnu' || triple === 'aarch64-unknown-linux-gnu')
 const foreignStd = triple !== undefined && triple !== hostTriple
 
-const napi = ['node_modules/@napi-rs/cli/dist/cli.js', 'build', '--platform', '--features', 'node']
+const napi = ['node_modules/@napi-rs/cli/dist/cli.js', 'build', '--platform', '--features', features]
 if (!debug) napi.push('--release')
 if (triple) napi.push('--target', triple)
 if (out) napi.push('--output-dir', out, '--no-js', '--dts', 'binding.d.ts', '--target-dir', path.join(out, 'target'))

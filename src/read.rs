@@ -21,7 +21,7 @@
 //! read stays queued, so several workers can read one big file at once, each with
 //! `pread` at its own offset.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
@@ -393,6 +393,7 @@ impl FileRead {
 fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, ReadError> {
     let (fd, owned, nonblocking) = match source {
         Source::Path { path, flags, mode } => {
+            #[cfg(feature = "test-hooks")]
             panic_for_test(path);
             // Never wait in open(2) (a FIFO with no writer): see nonblocking_open_flags.
             match sys::nonblocking_open_flags(*flags) {
@@ -476,10 +477,11 @@ pub(crate) fn wait_readable(fd: Fd, cancelled: Option<&CancelFlag>) -> Result<()
     }
 }
 
-/// The test-only fault hook: with `FAIRFS_TEST_PANIC_PATH=<suffix>` in the environment,
-/// opening a path that ends with it panics, so that tests can show a panic fails its
-/// own request and nothing else. Read once; unset, it costs one load per open.
-fn panic_for_test(path: &CStr) {
+/// The test-only fault hook, in builds with the `test-hooks` feature only: with
+/// `FAIRFS_TEST_PANIC_PATH=<suffix>` in the environment, opening a path that ends with
+/// it panics, so that tests can show a panic fails its own request and nothing else.
+#[cfg(feature = "test-hooks")]
+fn panic_for_test(path: &std::ffi::CStr) {
     static SUFFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     let suffix = SUFFIX.get_or_init(|| std::env::var_os("FAIRFS_TEST_PANIC_PATH").map(|v| v.into_encoded_bytes()));
     if suffix.as_ref().is_some_and(|s| !s.is_empty() && path.to_bytes().ends_with(s)) {
