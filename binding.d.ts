@@ -20,6 +20,11 @@ export interface BufferStats {
    * ([`crate::external_memory`]).
    */
   untoldBytes: number
+  /**
+   * Pooled bytes given up because another thread might still see them: Buffers
+   * whose memory was transferred away, alive when their worker exited ([`views`]).
+   */
+  abandonedBytes: number
 }
 
 /**
@@ -50,12 +55,19 @@ export declare function configure(threads?: number | undefined | null, chunkSize
 /** Forgets flow `flow` once none of its blocks is left. */
 export declare function endFlow(flow: number): void
 
+/**
+ * `fd`, which a stream of this environment opened, is no longer the stream's to
+ * close (`autoClose: false`, or a caller's `fs.close`): teardown leaves it alone.
+ */
+export declare function forgetFd(fd: number): void
+
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
 
 /**
  * A new key for a read stream's blocks, which then share one place in the pool's
- * fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes.
+ * fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes, and
+ * the environment's teardown if it never does.
  */
 export declare function newFlow(): number
 
@@ -132,10 +144,11 @@ export declare function readCachedInto(fd: number, position: number, buffer: Buf
 
 /**
  * Reads up to `length` bytes of `fd` at `position` (negative: the current
- * position) as a block of stream `flow` (0: none); the result is a Buffer, empty at
- * end of file. Returns the request id.
+ * position) as a block of stream `flow` (0: none). The result is an array of
+ * Buffers of `piece` bytes (the last may be shorter), each over memory of its own,
+ * and empty at end of file. Returns the request id.
  */
-export declare function readChunk(fd: number, position: number, length: number, flow: number): number
+export declare function readChunk(fd: number, position: number, length: number, flow: number, piece: number): number
 
 /**
  * Reads the caller's `fd` from its current position, leaving it open; `text` as for

@@ -41,6 +41,10 @@ pub const DEFAULT_MAX_POOLED_BYTES: usize = 64 * 1024 * 1024;
 /// 1.2-2x the reads/s with 256 MiB of stock as with 64, and no faster with 1 GiB.
 pub const STOCK_PER_BYTE_IN_FLIGHT: usize = 3;
 
+/// What the `test-hooks` build writes into every buffer that comes back to the pool.
+#[cfg(feature = "test-hooks")]
+pub const POISON: u8 = 0xDB;
+
 /// Counters reported by [`BufferPool::stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -186,6 +190,8 @@ impl BufferPool {
             }
         }
         buf.clear();
+        #[cfg(feature = "test-hooks")]
+        buf.spare_capacity_mut().fill(std::mem::MaybeUninit::new(POISON));
         if class.free.push(buf).is_err() {
             self.pooled_bytes.fetch_sub(cap, Ordering::Relaxed);
         }
@@ -310,6 +316,19 @@ impl PooledBytes {
         }
         std::mem::take(&mut self.data)
     }
+
+    /// Gives the bytes up for good: they are neither pooled again nor freed, because
+    /// something outside Rust may still read or write them (a JS ArrayBuffer on
+    /// another thread). Returns how many bytes that was.
+    pub fn abandon(mut self) -> usize {
+        let data = std::mem::take(&mut self.data);
+        if let Some(pool) = self.pool.take() {
+            pool.outstanding.fetch_sub(1, Ordering::Relaxed);
+        }
+        let bytes = data.capacity();
+        std::mem::forget(data);
+        bytes
+    }
 }
 
 impl Drop for PooledBytes {
@@ -408,6 +427,21 @@ mod tests {
         assert_eq!(b.as_ptr(), ptr, "same memory, so no new page faults");
         assert!(b.is_empty());
         assert_eq!(pool.stats(), PoolStats { hits: 1, misses: 1, pooled_bytes: 0, outstanding: 1 });
+    }
+
+    #[test]
+    fn abandoned_bytes_leave_the_accounting_and_never_come_back() {
+        let pool: &'static BufferPool = Box::leak(Box::new(BufferPool::new(1 << 20)));
+        let mut bytes = PooledBytes::with_capacity(10_000, Some(pool));
+        bytes.vec_mut().extend_from_slice(&[7; 10_000]);
+        let ptr = bytes.as_ptr();
+        assert_eq!(pool.stats().outstanding, 1);
+        assert_eq!(bytes.abandon(), 10_240, "the whole class-sized buffer");
+        assert_eq!(pool.stats(), PoolStats { hits: 0, misses: 1, pooled_bytes: 0, outstanding: 0 });
+        let next = PooledBytes::with_capacity(10_000, Some(pool));
+        assert_ne!(next.as_ptr(), ptr, "an abandoned buffer is never handed out again");
+        // SAFETY: the abandoned buffer was never freed, so its bytes are still readable.
+        assert_eq!(unsafe { *ptr.add(9_999) }, 7, "nor freed");
     }
 
     #[test]

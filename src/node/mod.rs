@@ -16,8 +16,11 @@
 //!   finalizer, after V8 has collected it. Small results are copied and their buffer
 //!   reused at once.
 
-use std::collections::HashMap;
+mod views;
+
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
+use std::rc::Rc;
 use std::sync::{Arc, Condvar, Mutex};
 
 use napi::bindgen_prelude::*;
@@ -34,6 +37,7 @@ use crate::pool::{global, Job, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
 use crate::request::{FilledOutcome, MemoryAsker, OnceJob, ReadFileJob};
+use views::{ViewedBytes, Views};
 
 /// What a finished request hands back to JS.
 pub enum Delivered {
@@ -44,8 +48,8 @@ pub enum Delivered {
     /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
     /// text that is all ASCII (checked on the pool thread).
     Text(PooledBytes),
-    /// A stream block.
-    Chunk(std::result::Result<PooledBytes, ReadError>),
+    /// A stream block, and the most bytes each of its chunks holds.
+    Chunk(std::result::Result<PooledBytes, ReadError>, usize),
     Opened(std::result::Result<OpenedFd, ReadError>),
     Closed(std::result::Result<(), ReadError>),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
@@ -87,6 +91,16 @@ struct EnvState {
     lent_writes: Arc<LentWrites>,
     /// The Buffers lent to whole-file reads, by request id, until their outcome.
     lent_files: HashMap<u64, LentBuffer>,
+    /// The external Buffers this environment holds, and whether their memory may be
+    /// used again once they are finalized.
+    views: Rc<Views>,
+    /// Stream flows this environment started and has not ended, ended at teardown.
+    flows: HashSet<u64>,
+    /// Fds this environment's streams opened and have not closed: closed at teardown,
+    /// as node:fs's are when a worker exits mid-stream.
+    fds: HashSet<crate::Fd>,
+    /// The requests that close an fd: teardown lets them run.
+    closing: HashSet<u64>,
 }
 
 /// A Buffer V8 allocated for a whole-file read, held by a strong reference until the
@@ -210,6 +224,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
                     });
                     for (id, _) in &batch {
                         st.pending.remove(id);
+                        st.closing.remove(id);
                     }
                     if st.pending.is_empty() {
                         set_referenced(&ctx.env, st, false)?;
@@ -227,12 +242,25 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
         referenced: false,
         lent_writes: Arc::default(),
         lent_files: HashMap::new(),
+        views: Views::new(env.raw()),
+        flows: HashSet::new(),
+        fds: HashSet::new(),
+        closing: HashSet::new(),
     };
     env.set_instance_data(st, (), |ctx| {
         // The environment is going away (worker terminated, process exiting): stop
-        // its reads so nothing is read for nobody. Their outcomes are dropped.
-        let tickets: Vec<Ticket> = ctx.value.pending.values().flatten().cloned().collect();
+        // its reads so nothing is read for nobody. Their outcomes are dropped; an fd
+        // opened for nobody is closed as its outcome drops. Closes go on.
+        let st = &ctx.value;
+        let tickets: Vec<Ticket> =
+            st.pending.iter().filter(|(id, _)| !st.closing.contains(id)).flat_map(|(_, t)| t).cloned().collect();
         global().cancel_many(&tickets);
+        for &flow in &st.flows {
+            global().end_flow(flow);
+        }
+        for &fd in &st.fds {
+            let _ = chunk::close(fd);
+        }
         // Its Buffers are freed after this: wait for a read still writing into one
         // (one step, at most a chunk: only sized regular files are lent memory).
         ctx.value.lent_writes.wait_for_none();
@@ -478,29 +506,36 @@ pub fn open_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -
 }
 
 /// A new key for a read stream's blocks, which then share one place in the pool's
-/// fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes.
+/// fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes, and
+/// the environment's teardown if it never does.
 #[napi]
-pub fn new_flow() -> f64 {
+pub fn new_flow(env: Env) -> Result<f64> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as f64
+    let flow = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    state(&env)?.flows.insert(flow);
+    Ok(flow as f64)
 }
 
 /// Forgets flow `flow` once none of its blocks is left.
 #[napi]
-pub fn end_flow(flow: f64) {
+pub fn end_flow(env: Env, flow: f64) -> Result<()> {
+    state(&env)?.flows.remove(&(flow as u64));
     global().end_flow(flow as u64);
+    Ok(())
 }
 
 /// Reads up to `length` bytes of `fd` at `position` (negative: the current
-/// position) as a block of stream `flow` (0: none); the result is a Buffer, empty at
-/// end of file. Returns the request id.
+/// position) as a block of stream `flow` (0: none). The result is an array of
+/// Buffers of `piece` bytes (the last may be shorter), each over memory of its own,
+/// and empty at end of file. Returns the request id.
 #[napi]
-pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64) -> Result<f64> {
+pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64, piece: u32) -> Result<f64> {
     let position = (position >= 0.0).then_some(position as u64);
     let flow = (flow > 0.0).then_some(flow as u64);
     let step_max = global().chunk_size();
+    let piece = (piece as usize).max(1);
     submit(&env, |deliver| {
-        let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, Delivered::Chunk));
+        let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, |r| Delivered::Chunk(r, piece)));
         Box::new(BlockJob::new(fd, position, length as usize, step_max, Some(buffer_pool::global()), flow, on_done))
     })
 }
@@ -508,8 +543,20 @@ pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64) -> R
 /// A stream's open on the JS thread, for a regular file whose lookup is cached: its
 /// fd, or null (nothing opened; `openPath` then opens it on the pool).
 #[napi]
-pub fn open_cached(path: Either<String, &[u8]>, flags: i32) -> Result<Option<i32>> {
-    Ok(crate::cached::open_regular(&c_path(&path)?, flags))
+pub fn open_cached(env: Env, path: Either<String, &[u8]>, flags: i32) -> Result<Option<i32>> {
+    let fd = crate::cached::open_regular(&c_path(&path)?, flags);
+    if let Some(fd) = fd {
+        state(&env)?.fds.insert(fd);
+    }
+    Ok(fd)
+}
+
+/// `fd`, which a stream of this environment opened, is no longer the stream's to
+/// close (`autoClose: false`, or a caller's `fs.close`): teardown leaves it alone.
+#[napi]
+pub fn forget_fd(env: Env, fd: i32) -> Result<()> {
+    state(&env)?.fds.remove(&fd);
+    Ok(())
 }
 
 /// A stream's read on the JS thread, into `buffer` at `position`, of data already in
@@ -526,10 +573,13 @@ pub fn read_cached_into(fd: i32, position: f64, mut buffer: BufferSlice) -> Opti
 /// Closes `fd`. Returns the request id.
 #[napi]
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {
-    submit(&env, |deliver| {
+    state(&env)?.fds.remove(&fd);
+    let id = submit(&env, |deliver| {
         let work = move || (chunk::close(fd), 0);
         Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Closed))))
-    })
+    })?;
+    state(&env)?.closing.insert(id as u64);
+    Ok(id)
 }
 
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already
@@ -643,6 +693,9 @@ pub struct BufferStats {
     /// Pooled bytes lent to this thread's Buffers that V8 does not count now
     /// ([`crate::external_memory`]).
     pub untold_bytes: f64,
+    /// Pooled bytes given up because another thread might still see them: Buffers
+    /// whose memory was transferred away, alive when their worker exited ([`views`]).
+    pub abandoned_bytes: f64,
 }
 
 #[napi]
@@ -683,6 +736,7 @@ pub fn stats() -> PoolStats {
                 outstanding: b.outstanding as f64,
                 max_pooled_bytes: buffers.max_pooled_bytes() as f64,
                 untold_bytes: LEDGER.try_with(|ledger| ledger.borrow().untold()).unwrap_or(0) as f64,
+                abandoned_bytes: views::abandoned_bytes() as f64,
             }
         },
     }
@@ -706,37 +760,90 @@ const LEND_FILES_FROM: usize = 1024 * 1024;
 /// 64 MiB reads ran at 26-29 reads/s into V8's memory against 54-58 pooled.
 const LEND_V8_MEMORY_BELOW: usize = 32 * 1024 * 1024;
 
-/// A Buffer over `bytes`. Results under `lend_from` bytes are copied and their
-/// buffer reused at once; larger ones are lent to JS and come back to the pool from
-/// the finalizer.
-fn to_buffer(env: &Env, mut bytes: PooledBytes, lend_from: usize) -> Result<BufferSlice<'_>> {
+/// A Buffer of `bytes`. Results under `lend_from` bytes are copied and their buffer
+/// reused at once; larger ones are lent to JS as an external Buffer, whose memory
+/// comes back when it is finalized ([`views`]).
+fn to_buffer<'e>(env: &'e Env, views: &Rc<Views>, mut bytes: PooledBytes, lend_from: usize) -> Result<BufferSlice<'e>> {
     if bytes.len() < lend_from.max(MIN_CLASS) || copy_results() {
         return BufferSlice::copy_from(env, &*bytes);
     }
     let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    external_view(env, views, &ViewedBytes::new(bytes), ptr, len, len)
+}
+
+/// A stream block as an array of Buffers of `piece` bytes each (the last may be
+/// shorter), each over an ArrayBuffer of its own, as node:fs's chunks are: a consumer
+/// that transfers one chunk's memory takes nothing from the others. Pieces under
+/// [`MIN_CLASS`] are copied; the block goes back to the pool after its last external
+/// piece is finalized.
+fn to_pieces<'e>(env: &'e Env, views: &Rc<Views>, mut bytes: PooledBytes, piece: usize) -> Result<Array<'e>> {
+    let len = bytes.len();
+    let count = len.div_ceil(piece);
+    let mut out = env.create_array(count as u32)?;
+    if count == 1 {
+        out.set(0, to_buffer(env, views, bytes, MIN_CLASS)?)?;
+        return Ok(out);
+    }
+    if piece < MIN_CLASS || copy_results() {
+        for (i, part) in bytes.chunks(piece).enumerate() {
+            out.set(i as u32, BufferSlice::copy_from(env, part)?)?;
+        }
+        return Ok(out);
+    }
+    let base = bytes.as_mut_ptr();
+    let block = ViewedBytes::new(bytes);
+    for i in 0..count {
+        let start = i * piece;
+        // SAFETY: `start < len`, so the pointer stays inside the block's bytes.
+        let ptr = unsafe { base.add(start) };
+        out.set(i as u32, external_view(env, views, &block, ptr, piece.min(len - start), len)?)?;
+    }
+    Ok(out)
+}
+
+/// An external Buffer over `ptr..ptr + len`, a range of `block`'s bytes that no
+/// other Buffer views; `block_len` is the block's length, whose stock in the pool
+/// decides what V8 is told ([`crate::external_memory`]).
+fn external_view<'e>(
+    env: &'e Env,
+    views: &Rc<Views>,
+    block: &Rc<ViewedBytes>,
+    ptr: *mut u8,
+    len: usize,
+    block_len: usize,
+) -> Result<BufferSlice<'e>> {
     // Whether the ledger counts this Buffer as lent: not if N-API copied it instead
     // (then the finalizer has run before `from_external` returns).
-    let lent = std::rc::Rc::new(std::cell::Cell::new(Lending::Creating));
-    let lent_in_finalizer = lent.clone();
-    // SAFETY: `ptr..ptr + len` are the initialised bytes of `bytes`, whose heap block
-    // does not move when `bytes` moves into the finalizer's hint. The hint owns it
-    // until V8 has collected the Buffer; only then does dropping it return the block
-    // to the pool, so the memory is never lent to two live Buffers. If N-API refuses
+    let lent = Rc::new(std::cell::Cell::new(Lending::Creating));
+    // The view's id in `views`, once it is watched (never, if N-API copied).
+    let view = Rc::new(std::cell::Cell::new(None));
+    let hint = (block.clone(), views.clone(), lent.clone(), view.clone());
+    // SAFETY: `ptr..ptr + len` are initialised bytes of `block`'s heap buffer, which
+    // does not move, and which the hint keeps (a count of `block`) until V8 calls the
+    // finalizer. No other Buffer views this range. When the finalizer runs, `views`
+    // says whether anything else may still see it; if so `block` is abandoned, never
+    // used again, else it goes back to the pool with its last view. If N-API refuses
     // external buffers, napi-rs copies and runs the finalizer at once.
     let buffer = unsafe {
-        BufferSlice::from_external(env, ptr, len, bytes, move |env, bytes| {
-            if lent_in_finalizer.replace(Lending::Finalized) == Lending::Lent {
+        BufferSlice::from_external(env, ptr, len, hint, move |env, (block, views, lent, view)| {
+            if lent.replace(Lending::Finalized) == Lending::Lent {
                 // At thread exit the ledger may be gone, and V8 with it.
                 if let Ok(change) = LEDGER.try_with(|ledger| ledger.borrow_mut().collected(len as u64)) {
                     adjust_external_memory(&env, change);
                 }
             }
-            drop(bytes)
+            if let Some(id) = view.get() {
+                if !views.finalized(env.raw(), id) {
+                    block.abandon();
+                }
+            }
+            drop(block)
         })
     }?;
     // Had the finalizer run already, it was a copy and will not run again.
     if lent.replace(Lending::Lent) == Lending::Creating {
-        let short = !buffer_pool::global().has_stock(len);
+        view.set(Some(views.watch(buffer.raw())));
+        let short = !buffer_pool::global().has_stock(block_len);
         if let Ok(change) = LEDGER.try_with(|ledger| ledger.borrow_mut().lent(len as u64, short)) {
             adjust_external_memory(env, change);
         }
@@ -896,7 +1003,20 @@ impl ToNapiValue for Batch {
     /// thread panicked), or `null` (cancelled).
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
+        if !views::js_can_run(raw_env) {
+            // The environment is being torn down, and Node flushes the queued call:
+            // nobody will see these outcomes, so they are dropped (the memory goes back
+            // to the pool, an fd opened for nobody is closed) rather than made into
+            // Buffers that teardown would have to judge.
+            drop(batch);
+            return unsafe { <()>::to_napi_value(raw_env, ()) };
+        }
         let mut st = state(&env).ok();
+        let views =
+            st.as_ref().map(|st| st.views.clone()).ok_or_else(|| Error::from_reason("fairfs: no environment state"))?;
+        // The Buffers made here must be judged before their finalizers at teardown,
+        // even if making the batch fails part way.
+        let rearm = Rearm(&env, &views);
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
         for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id as f64)?;
@@ -918,17 +1038,23 @@ impl ToNapiValue for Batch {
                     None => out.set(slot, error_to_js(&env, ReadError::Panicked)?)?,
                 },
                 Delivered::WantsMemory(_) => out.set(slot, error_to_js(&env, ReadError::Panicked)?)?,
-                Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
+                Delivered::Bytes(Ok(bytes)) => out.set(slot, to_buffer(&env, &views, bytes, LEND_FILES_FROM)?)?,
                 Delivered::Text(bytes) => {
                     let value = to_latin1_string(&env, bytes)?;
                     // SAFETY: `value` was just created in this environment.
                     out.set(slot, unsafe { Unknown::from_raw_unchecked(raw_env, value) })?
                 }
-                Delivered::Chunk(Ok(bytes)) => out.set(slot, to_buffer(&env, bytes, MIN_CLASS)?)?,
-                Delivered::Opened(Ok(fd)) => out.set(slot, fd.into_raw())?,
+                Delivered::Chunk(Ok(bytes), piece) => out.set(slot, to_pieces(&env, &views, bytes, piece)?)?,
+                Delivered::Opened(Ok(fd)) => {
+                    let fd = fd.into_raw();
+                    if let Some(st) = st.as_mut() {
+                        st.fds.insert(fd);
+                    }
+                    out.set(slot, fd)?
+                }
                 Delivered::Closed(Ok(())) => out.set(slot, ())?,
                 Delivered::Bytes(Err(e))
-                | Delivered::Chunk(Err(e))
+                | Delivered::Chunk(Err(e), _)
                 | Delivered::Opened(Err(e))
                 | Delivered::Closed(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
@@ -938,7 +1064,7 @@ impl ToNapiValue for Batch {
                     // slab is -1, others[j] (a Buffer of its own or an error).
                     let mut slab_list = env.create_array(slabs.len() as u32)?;
                     for (k, slab) in slabs.into_iter().enumerate() {
-                        slab_list.set(k as u32, to_buffer(&env, slab, MIN_CLASS)?)?;
+                        slab_list.set(k as u32, to_buffer(&env, &views, slab, MIN_CLASS)?)?;
                     }
                     let mut spans = vec![-1i32; 3 * results.len()];
                     let mut others = env.create_array(results.len() as u32)?;
@@ -947,7 +1073,9 @@ impl ToNapiValue for Batch {
                             Ok(Packed::Span { slab, offset, len }) => {
                                 spans[3 * j..3 * j + 3].copy_from_slice(&[slab as i32, offset as i32, len as i32])
                             }
-                            Ok(Packed::Own(bytes)) => others.set(j as u32, to_buffer(&env, bytes, LEND_FILES_FROM)?)?,
+                            Ok(Packed::Own(bytes)) => {
+                                others.set(j as u32, to_buffer(&env, &views, bytes, LEND_FILES_FROM)?)?
+                            }
                             Err(e) => others.set(j as u32, error_to_js(&env, e)?)?,
                         }
                     }
@@ -959,8 +1087,20 @@ impl ToNapiValue for Batch {
                 }
             }
         }
+        drop(rearm);
         // SAFETY: `out` was created in `raw_env`, the environment we are called in.
         unsafe { Array::to_napi_value(raw_env, out) }
+    }
+}
+
+/// Makes the teardown sentinel anew when dropped ([`Views::rearm`]).
+struct Rearm<'a>(&'a Env, &'a Rc<Views>);
+
+impl Drop for Rearm<'_> {
+    fn drop(&mut self) {
+        // Failing leaves the last sentinel, older than these Buffers: their finalizers
+        // at teardown then find JS stopped and give up what they cannot prove free.
+        let _ = self.1.rearm(self.0);
     }
 }
 
