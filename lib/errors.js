@@ -59,7 +59,26 @@ function invalidArgValue(name, value, reason = 'is invalid') {
 }
 
 function outOfRange(name, range, value) {
-  return withCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${inspect(value)}`), 'ERR_OUT_OF_RANGE')
+  return withCode(new RangeError(`The value of "${name}" is out of range. It must be ${range}. Received ${received(value)}`), 'ERR_OUT_OF_RANGE')
+}
+
+/** How node's ERR_OUT_OF_RANGE shows the value: integers past 2^32 with separators. */
+function received(value) {
+  if (Number.isInteger(value) && Math.abs(value) > 2 ** 32) return withSeparators(String(value))
+  if (typeof value === 'bigint') {
+    const digits = String(value)
+    return `${value > 2n ** 32n || value < -(2n ** 32n) ? withSeparators(digits) : digits}n`
+  }
+  return inspect(value)
+}
+
+/** '-1234567' -> '-1_234_567', as node's addNumericalSeparator. */
+function withSeparators(digits) {
+  const start = digits[0] === '-' ? 1 : 0
+  let out = ''
+  let i = digits.length
+  for (; i >= start + 4; i -= 3) out = `_${digits.slice(i - 3, i)}${out}`
+  return `${digits.slice(0, i)}${out}`
 }
 
 /** libuv's errors as this Node names them: errno -> [code, description]. */

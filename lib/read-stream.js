@@ -33,9 +33,27 @@ function replaced(name) {
   return fn !== fsAtLoad[name] && typeof fn === 'function' ? fn : null
 }
 
-/** The first `n` bytes of `buf`, which a read filled. */
+/**
+ * The first `n` bytes of `buf`, which a read filled, in memory of their own: a chunk's
+ * ArrayBuffer holds nothing but the chunk, as node:fs's do, so a consumer that
+ * transfers it takes nothing else with it.
+ */
 function filled(buf, n) {
-  return n === buf.length ? buf : buf.subarray(0, n)
+  if (n === buf.length) return buf
+  const own = Buffer.allocUnsafeSlow(n)
+  buf.copy(own, 0, 0, n)
+  return own
+}
+
+/** Copies of `bytes` cut into chunks of at most `piece` bytes, each in memory of its own. */
+function cut(bytes, piece) {
+  const chunks = []
+  for (let at = 0; at < bytes.length; at += piece) {
+    const chunk = Buffer.allocUnsafeSlow(Math.min(piece, bytes.length - at))
+    bytes.copy(chunk, 0, at, at + chunk.length)
+    chunks.push(chunk)
+  }
+  return chunks
 }
 
 /** A stream's open on this thread (see setStreamFastPath): the fd, or null. */
@@ -47,11 +65,18 @@ function openCached(nativePath, flags) {
   }
 }
 
-/** A block read on this thread if the page cache holds it: the bytes, or null. */
-function readCached(fd, position, size) {
-  const buf = Buffer.allocUnsafe(size)
-  const n = binding.readCachedInto(fd, position, buf)
-  return n === null ? null : filled(buf, n)
+/** Where the fast path reads a block before it is cut into chunks of their own. */
+let scratch = null
+
+/**
+ * A block read on this thread if the page cache holds it: its chunks of at most
+ * `piece` bytes, or null.
+ */
+function readCached(fd, position, size, piece) {
+  scratch ??= Buffer.allocUnsafeSlow(kFastReadMax)
+  const n = binding.readCachedInto(fd, position, scratch.subarray(0, size))
+  if (n === null) return null
+  return n === 0 ? [] : cut(scratch.subarray(0, n), piece)
 }
 
 /** node:fs's copyObject: own and inherited enumerable options. */
@@ -144,10 +169,29 @@ function validateInteger(value, name, min = Number.MIN_SAFE_INTEGER, max = Numbe
   if (value < min || value > max) throw outOfRange(name, `>= ${min} && <= ${max}`, value)
 }
 
+/**
+ * The most bytes one read may ask for (libuv's and node's kIoMaxLength). node:fs's own
+ * streams hang or read a wrapped-around length past it; a fairfs stream fails instead.
+ */
+const kIoMaxLength = 2 ** 31 - 1
+
 /** node:fs's getValidatedFd for the `fd` option: a number (FileHandles are handled apart). */
 function validateFd(fd) {
   if (typeof fd !== 'number') throw invalidArgType('options.fd', 'of type number or an instance of FileHandle', fd)
   validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
+}
+
+/**
+ * A finished block as #drain takes it: its chunks (each a Buffer of its own) and their
+ * total length, counted now; or the error (`null`: cancelled).
+ */
+function arrived(result, position, size) {
+  // A native error is an array too, of numbers and strings ([errno, syscall]).
+  const isChunks = Array.isArray(result) && (result.length === 0 || Buffer.isBuffer(result[0]))
+  if (!isChunks) return { error: result, chunks: [], length: 0, next: 0, position, size }
+  let length = 0
+  for (const chunk of result) length += chunk.length
+  return { error: undefined, chunks: result, length, next: 0, position, size }
 }
 
 class ReadStream extends Readable {
@@ -231,7 +275,7 @@ class ReadStream extends Readable {
     this.bytesRead = 0
     this.#readAhead = readAhead
     const hwm = this.readableHighWaterMark
-    this.#blockSize = hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
+    this.#blockSize = hwm === 0 ? 0 : hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
@@ -254,7 +298,17 @@ class ReadStream extends Readable {
 
   set autoClose(value) {
     this._readableState.autoDestroy = value
+    if (!value) this.#forgetFd()
   }
+
+  /** The fd we opened is no longer ours to close, even when the thread exits. */
+  #forgetFd() {
+    if (#ownFd in this && this.#ownFd && typeof this.fd === 'number') binding.forgetFd(this.fd)
+    if (#ownFd in this) this.#ownFd = false
+  }
+
+  /** Whether this stream's fd is one the native side opened and will close at teardown. */
+  #ownFd = false
 
   _construct(callback) {
     // Destroyed already (a signal aborted before the start): nothing to open.
@@ -273,8 +327,10 @@ class ReadStream extends Readable {
     const flags = stringToFlags(this.flags)
     const fd = fastPath ? openCached(this._nativePath.native, flags) : null
     if (fd !== null) {
+      this.#ownFd = true
       setImmediate(() => {
         this.fd = fd
+        if (!this.autoClose) this.#forgetFd()
         callback()
         this.emit('open', fd)
         this.emit('ready')
@@ -296,6 +352,8 @@ class ReadStream extends Readable {
       if (result === null) return callback()
       if (typeof result !== 'number') return callback(nativeError(result, this._nativePath.display))
       this.fd = result
+      this.#ownFd = true
+      if (!this.autoClose) this.#forgetFd()
       callback()
       this.emit('open', this.fd)
       this.emit('ready')
@@ -323,6 +381,14 @@ class ReadStream extends Readable {
   }
 
   _read() {
+    const hwm = this.readableHighWaterMark
+    if (hwm === 0) {
+      // node:fs reads min(highWaterMark, what is left) bytes: none, so it ends here.
+      this.#noMore = true
+    } else if (hwm > kIoMaxLength && !this.#noMore) {
+      this.#fail(outOfRange('options.highWaterMark', `>= 0 && <= ${kIoMaxLength}`, hwm))
+      return
+    }
     this.#wantMore = true
     // Readable calls _read() from inside read(). A chunk pushed there would be joined
     // to the one read() is about to return in paused mode (async iteration,
@@ -413,7 +479,7 @@ class ReadStream extends Readable {
         then()
       }
       if (this.destroyed || gen !== this.#gen) return
-      this.#ready.set(seq, { result, position, size, offset: 0 })
+      this.#ready.set(seq, arrived(result, position, size))
       this.#drain()
       this.#pump()
     }
@@ -422,9 +488,9 @@ class ReadStream extends Readable {
       id = {}
       this.#ids.add(id)
       const buf = Buffer.allocUnsafeSlow(size)
-      replacedRead(buf, size, position < 0 ? null : position, (err, n) => done(err ?? filled(buf, n)))
+      replacedRead(buf, size, position < 0 ? null : position, (err, n) => done(err ?? (n === 0 ? [] : [filled(buf, n)])))
     } else if (seq === 0 && position >= 0 && size <= kFastReadMax && fastPath && !this._handle &&
-      (cached = readCached(this.fd, position, size)) !== null) {
+      (cached = readCached(this.fd, position, size, this.readableHighWaterMark)) !== null) {
       // In the page cache: read here (see setStreamFastPath), delivered as a macrotask.
       id = {}
       this.#ids.add(id)
@@ -437,7 +503,7 @@ class ReadStream extends Readable {
       // (ARCHITECTURE.md, "Stream blocks"). The first block (most small files' only
       // one) needs no flow of its own.
       if (this.#flow === 0 && seq > 0) this.#flow = binding.newFlow()
-      id = binding.readChunk(this.fd, position, size, this.#flow)
+      id = binding.readChunk(this.fd, position, size, this.#flow, this.readableHighWaterMark)
       this.#ids.add(id)
       track(id, done)
     }
@@ -454,18 +520,20 @@ class ReadStream extends Readable {
   }
 
   /**
-   * Pushes finished blocks in order, as highWaterMark-sized views of the same memory,
-   * until push() reports a full buffer; the rest of a block waits for the next _read,
-   * so one block never floods the event loop with its whole content in one tick.
+   * Pushes finished blocks in order, a highWaterMark-sized chunk at a time, until
+   * push() reports a full buffer; the rest of a block waits for the next _read, so one
+   * block never floods the event loop with its whole content in one tick. A block's
+   * length was taken when it arrived: what a consumer does with a pushed chunk
+   * (transfer its memory, say) changes nothing about what comes next.
    */
   #drain() {
     while (this.#wantMore && this.#ready.has(this.#seqPush)) {
       const block = this.#ready.get(this.#seqPush)
-      const { result, position, size } = block
-      if (result === null) return // cancelled: only happens while destroying
-      if (!Buffer.isBuffer(result)) {
+      const { chunks, length, error, position, size } = block
+      if (error === null) return // cancelled: only happens while destroying
+      if (error !== undefined) {
         this.#ready.delete(this.#seqPush++)
-        const err = result instanceof Error ? result : nativeError(result)
+        const err = error instanceof Error ? error : nativeError(error)
         if (this.#implicitPosition && err.code === 'ESPIPE') {
           // A pipe or device opened by path: read at its current position instead.
           this.#positional = false
@@ -476,14 +544,13 @@ class ReadStream extends Readable {
         this.#fail(err)
         return
       }
-      if (result.length === 0) {
+      if (length === 0) {
         this.#ready.delete(this.#seqPush++)
         this.#restart(this.#nextPos)
         this.#noMore = true
         return
       }
-      const hwm = this.readableHighWaterMark
-      while (block.offset < result.length && this.#wantMore) {
+      while (block.next < chunks.length && this.#wantMore) {
         const long = this.bytesRead >= kLongAfter
         const held = long && turnLongChunks >= kLongChunksPerTurn && longStreams.size >= 2
         if ((turnBytes >= kTurnBudget && this.#turn === turn) || held) {
@@ -492,14 +559,14 @@ class ReadStream extends Readable {
         }
         this.#turn = turn
         if (long) turnLongChunks++
-        const end = Math.min(block.offset + hwm, result.length)
-        const chunk = block.offset === 0 && end === result.length ? result : result.subarray(block.offset, end)
-        block.offset = end
-        this.bytesRead += chunk.length
+        const chunk = chunks[block.next]
+        chunks[block.next++] = undefined
+        const n = chunk.length
+        this.bytesRead += n
         // Long from the chunk that completes its first kLongAfter bytes.
         if (this.bytesRead >= kLongAfter) longStreams.add(this)
-        if (this.pos !== undefined) this.pos += chunk.length
-        spendTurn(chunk.length)
+        if (this.pos !== undefined) this.pos += n
+        spendTurn(n)
         // One push per _read(), as node:fs: more pushed at once would wait in the
         // buffer together (highWaterMark counts characters once decoded) and come
         // out of read() joined. Except in flowing mode into an empty buffer: there
@@ -509,12 +576,12 @@ class ReadStream extends Readable {
         const state = this._readableState
         this.#wantMore = more && state.flowing && state.length === 0 && !this.destroyed
       }
-      if (block.offset < result.length) return
+      if (block.next < chunks.length) return
       this.#ready.delete(this.#seqPush++)
-      if (this.#positional && result.length < size) {
+      if (this.#positional && length < size) {
         // Later chunks were asked for past what the file held then; read on from
         // here, as node:fs does (the file may be growing).
-        this.#restart(position + result.length)
+        this.#restart(position + length)
         return
       }
     }
@@ -567,11 +634,13 @@ class ReadStream extends Readable {
     if (typeof this.fd !== 'number') return callback(err)
     const close = replaced('close')
     if (close) {
+      this.#forgetFd()
       close(this.fd, (er) => callback(er || err))
       this.fd = null
       return
     }
     const id = binding.closeFd(this.fd)
+    this.#ownFd = false
     this.fd = null
     track(id, (result) => callback(result === undefined ? err : err || nativeError(result)))
   }
