@@ -12,7 +12,7 @@ const { validateConfigure } = require('./configure')
 
 // node:fs as it was when fairfs loaded, so that code patching node:fs later (with
 // fairfs's functions, say) cannot send our calls back to us.
-const { readFile: fsReadFile, createReadStream, ReadStream } = fs
+const { readFile: fsReadFile, createReadStream: fsCreateReadStream, ReadStream } = fs
 const { readFile: fsPromisesReadFile } = fs.promises
 
 /** node:fs's own limit on a readFile result (kIoMaxLength); it applies on this backend. */
@@ -146,6 +146,23 @@ function configure(options) {
 /** `backend: 'node'`, the largest result node:fs reads, and what configure() recorded. */
 function stats() {
   return { backend: 'node', maxLength: kNodeMaxLength, configured: { ...configured } }
+}
+
+/**
+ * fs.createReadStream, but a highWaterMark past kIoMaxLength fails the stream with
+ * ERR_OUT_OF_RANGE, as on the native backend, where node:fs itself hangs or reads a
+ * wrapped length (Node 20 to 24). ReadStream stays node:fs's own class, unchanged.
+ */
+function createReadStream(path, options) {
+  const stream = fsCreateReadStream(path, options)
+  const hwm = stream.readableHighWaterMark
+  if (hwm > kNodeMaxLength) {
+    // Own property: node's Readable calls this._read(); the open still runs and is closed by destroy.
+    stream._read = function () {
+      this.destroy(outOfRange('options.highWaterMark', `>= 0 && <= ${kNodeMaxLength}`, hwm))
+    }
+  }
+  return stream
 }
 
 /** Does nothing: node:fs is already what runs. */
