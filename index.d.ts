@@ -160,8 +160,18 @@ export interface NativeStats {
   fastPathMisses: number
   /** The buffer pool. `untoldBytes`: pooled memory lent to this thread's Buffers that
    *  V8 does not count now, because the pool still has stock (V8 is told once the
-   *  pool runs short, so that it collects them). */
-  pool: { hits: number; misses: number; pooledBytes: number; outstanding: number; maxPooledBytes: number; untoldBytes: number }
+   *  pool runs short, so that it collects them). `abandonedBytes`: pooled memory given
+   *  up for good because a worker_thread ended while another thread might still see it
+   *  (its ArrayBuffer transferred out); it is never used again, and never freed. */
+  pool: {
+    hits: number
+    misses: number
+    pooledBytes: number
+    outstanding: number
+    maxPooledBytes: number
+    untoldBytes: number
+    abandonedBytes: number
+  }
 }
 
 /** stats() on the node backend (node:fs): no pool, so no counters. */
