@@ -771,11 +771,18 @@ fn to_buffer<'e>(env: &'e Env, views: &Rc<Views>, mut bytes: PooledBytes, lend_f
     external_view(env, views, &ViewedBytes::new(bytes), ptr, len, len)
 }
 
+/// Stream chunks smaller than this are copies. Each external Buffer costs Node a
+/// tracked ArrayBuffer and a finalizer of its own, which for small chunks costs more
+/// than the copy; from here up, lent pieces (kept from V8's count while the pool has
+/// stock) spare V8 the mark-compacts that copies held by slow readers start
+/// (BENCHMARKS.md, "Stream chunks of their own").
+const COPY_PIECES_BELOW: usize = 16 * 1024;
+
 /// A stream block as an array of Buffers of `piece` bytes each (the last may be
 /// shorter), each over an ArrayBuffer of its own, as node:fs's chunks are: a consumer
 /// that transfers one chunk's memory takes nothing from the others. Pieces under
-/// [`MIN_CLASS`] are copied; the block goes back to the pool after its last external
-/// piece is finalized.
+/// [`COPY_PIECES_BELOW`] are copied and the block goes back to the pool at once;
+/// otherwise it goes back after its last external piece is finalized.
 fn to_pieces<'e>(env: &'e Env, views: &Rc<Views>, mut bytes: PooledBytes, piece: usize) -> Result<Array<'e>> {
     let len = bytes.len();
     let count = len.div_ceil(piece);
@@ -784,7 +791,7 @@ fn to_pieces<'e>(env: &'e Env, views: &Rc<Views>, mut bytes: PooledBytes, piece:
         out.set(0, to_buffer(env, views, bytes, MIN_CLASS)?)?;
         return Ok(out);
     }
-    if piece < MIN_CLASS || copy_results() {
+    if piece < COPY_PIECES_BELOW || copy_results() {
         for (i, part) in bytes.chunks(piece).enumerate() {
             out.set(i as u32, BufferSlice::copy_from(env, part)?)?;
         }
