@@ -819,8 +819,8 @@ fn external_view<'e>(
     len: usize,
     block_len: usize,
 ) -> Result<BufferSlice<'e>> {
-    // Whether the ledger counts this Buffer as lent: not if N-API copied it instead
-    // (then the finalizer has run before `from_external` returns).
+    // Whether the ledger counts this Buffer as lent: not if N-API copied it instead,
+    // or made none (then the finalizer has run before `external_buffer` returns).
     let lent = Rc::new(std::cell::Cell::new(Lending::Creating));
     // The view's id in `views`, once it is watched (never, if N-API copied).
     let view = Rc::new(std::cell::Cell::new(None));
@@ -830,9 +830,9 @@ fn external_view<'e>(
     // finalizer. No other Buffer views this range. When the finalizer runs, `views`
     // says whether anything else may still see it; if so `block` is abandoned, never
     // used again, else it goes back to the pool with its last view. If N-API refuses
-    // external buffers, napi-rs copies and runs the finalizer at once.
+    // external buffers, or makes no Buffer, the finalizer runs at once.
     let buffer = unsafe {
-        BufferSlice::from_external(env, ptr, len, hint, move |env, (block, views, lent, view)| {
+        views::external_buffer(env, ptr, len, hint, move |env, (block, views, lent, view)| {
             if lent.replace(Lending::Finalized) == Lending::Lent {
                 // At thread exit the ledger may be gone, and V8 with it.
                 if let Ok(change) = LEDGER.try_with(|ledger| ledger.borrow_mut().collected(len as u64)) {

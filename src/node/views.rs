@@ -37,7 +37,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use napi::bindgen_prelude::{BufferSlice, Env, Error, JsValue, Result};
+use napi::bindgen_prelude::{BufferSlice, Env, Error, FromNapiValue, JsValue, Result};
 use napi::sys;
 
 use crate::buffer_pool::PooledBytes;
@@ -77,6 +77,64 @@ static ABANDONED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 pub(super) fn abandoned_bytes() -> u64 {
     ABANDONED_BYTES.load(Ordering::Relaxed)
+}
+
+/// An external Buffer over `data..data + len`, whose `finalize` gets `hint` back when
+/// Node lets go of the memory: after V8 collects the Buffer, at teardown, at once if
+/// Node copies instead (no external buffers allowed), and at once if no Buffer could
+/// be made at all (the environment is stopping, say). napi-rs's `from_external` keeps
+/// the hint in that last case, and with it whatever memory the hint owns.
+///
+/// # Safety
+/// `data..data + len` must be initialised bytes that stay put and readable until
+/// `finalize` runs, and that no other Buffer views.
+pub(super) unsafe fn external_buffer<'e, T, F: FnOnce(Env, T)>(
+    env: &'e Env,
+    data: *mut u8,
+    len: usize,
+    hint: T,
+    finalize: F,
+) -> Result<BufferSlice<'e>> {
+    unsafe extern "C" fn finalize_external<T, F: FnOnce(Env, T)>(
+        env: sys::napi_env,
+        _data: *mut std::ffi::c_void,
+        hint: *mut std::ffi::c_void,
+    ) {
+        // SAFETY: `hint` is the box made below, which Node hands back exactly once.
+        let (hint, finalize) = unsafe { *Box::from_raw(hint.cast::<(T, F)>()) };
+        finalize(Env::from_raw(env), hint);
+    }
+    let boxed = Box::into_raw(Box::new((hint, finalize)));
+    let mut value = std::ptr::null_mut();
+    // SAFETY: per this function's contract; on success Node owns `boxed` until it
+    // calls `finalize_external`.
+    let status = unsafe {
+        sys::napi_create_external_buffer(
+            env.raw(),
+            len,
+            data.cast(),
+            Some(finalize_external::<T, F>),
+            boxed.cast(),
+            &mut value,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        let mut copy_status = status;
+        if status == sys::Status::napi_no_external_buffers_allowed {
+            // SAFETY: the bytes are still ours to read: `finalize` has not run.
+            copy_status =
+                unsafe { sys::napi_create_buffer_copy(env.raw(), len, data.cast(), std::ptr::null_mut(), &mut value) };
+        }
+        // SAFETY: no Buffer was made over `data`, so Node never calls the finalizer:
+        // the box is ours again.
+        let (hint, finalize) = unsafe { *Box::from_raw(boxed) };
+        finalize(*env, hint);
+        if copy_status != sys::Status::napi_ok {
+            return Err(Error::new(napi::Status::from(copy_status), "fairfs: cannot make a Buffer"));
+        }
+    }
+    // SAFETY: `value` is a Buffer just made in this environment.
+    unsafe { BufferSlice::from_napi_value(env.raw(), value) }
 }
 
 /// The external Buffers of one environment whose finalizer has not run yet.
@@ -226,7 +284,7 @@ impl Views {
         // SAFETY: `ptr` points to the boxed byte, which the hint owns, so it stays put
         // until the finalizer drops it; no other Buffer views it.
         let sentinel = unsafe {
-            BufferSlice::from_external(env, ptr, 1, hint, |env, (views, number, byte)| {
+            external_buffer(env, ptr, 1, hint, |env, (views, number, byte)| {
                 views.sentinel_finalized(&env, number);
                 drop(byte)
             })
