@@ -1,4 +1,4 @@
-// Admission control (README, Reliability): a burst never fails with EMFILE and never
+// Admission control (CONTRIBUTING.md, "What the tests check"): a burst never fails with EMFILE and never
 // holds more result memory than the limit; waiting reads hold nothing and cancel at once.
 import test from 'ava'
 import fs from 'node:fs'

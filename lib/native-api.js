@@ -283,7 +283,7 @@ let fastPath = true
  * true) lets small, fully cached files be read on the calling thread without blocking
  * (Linux 5.12+); `maxOpenFiles` (1..2^20, default a quarter of RLIMIT_NOFILE, at most
  * 1024) and `maxBytesInFlight` (default 64 MiB) are admission's limits: reads beyond
- * them wait, holding no fd and no memory (see README, Reliability).
+ * them wait, holding no fd and no memory (see CONTRIBUTING.md, "What the tests check").
  * Invalid values throw and change nothing.
  */
 function configure(options) {
