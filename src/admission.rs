@@ -21,7 +21,7 @@
 //! A third queue serves `EMFILE`/`ENFILE` caused by the rest of the process: a read
 //! whose `open` failed so waits for one of fairfs's own files to close, then tries
 //! again first. With none of fairfs's files open there is nothing to wait for, and
-//! the pool retries it on a timer instead (see `pool.rs`).
+//! the pool retries it on a timer instead (see `pool/`).
 //!
 //! Everything here runs under the pool's lock; it is plain bookkeeping, checked
 //! against a simple model by property tests and, inside the pool, by loom.

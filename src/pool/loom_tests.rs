@@ -1,0 +1,278 @@
+//! loom models of the pool's concurrency (built with `--cfg fairfs_loom`).
+
+use super::*;
+
+/// Counts how a job ended: bit 0 = completed, bit 1 = cancelled.
+struct Probe {
+    steps: usize,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Job for Probe {
+    fn step(&mut self) -> Step {
+        self.steps -= 1;
+        Step { bytes: 1, done: self.steps == 0 }
+    }
+    fn complete(self: Box<Self>) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+    }
+    fn cancel(self: Box<Self>) {
+        self.ended.fetch_add(2, Ordering::SeqCst);
+    }
+}
+
+/// A job cancelled while a worker may be running it ends exactly once, by
+/// completion or by cancellation, and shutdown joins the worker.
+#[test]
+fn loom_cancel_races_with_worker() {
+    loom::model(|| {
+        let pool = Pool::new(1, 1);
+        let ended = Arc::new(AtomicUsize::new(0));
+        let ticket = pool.submit(Box::new(Probe { steps: 2, ended: ended.clone() }));
+        pool.cancel(&ticket);
+        drop(pool);
+        let e = ended.load(Ordering::SeqCst);
+        assert!(e == 1 || e == 2, "ended {e}");
+    });
+}
+
+/// A one-step block of keyed flow 1.
+struct KeyedProbe(Probe);
+
+impl Job for KeyedProbe {
+    fn step(&mut self) -> Step {
+        self.0.step()
+    }
+    fn flow(&self) -> Option<u64> {
+        Some(1)
+    }
+    fn complete(self: Box<Self>) {
+        Box::new(self.0).complete()
+    }
+    fn cancel(self: Box<Self>) {
+        Box::new(self.0).cancel()
+    }
+}
+
+/// Two blocks of one stream on two workers, the first cancelled while a worker
+/// may be reading it: each ends exactly once, the second is read (it never waits
+/// forever behind a block whose turn was lost), and the flow is forgotten.
+#[test]
+fn loom_keyed_flow_with_cancel() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1);
+        let first = Arc::new(AtomicUsize::new(0));
+        let second = Arc::new(AtomicUsize::new(0));
+        let ticket = pool.submit(Box::new(KeyedProbe(Probe { steps: 1, ended: first.clone() })));
+        pool.submit(Box::new(KeyedProbe(Probe { steps: 1, ended: second.clone() })));
+        pool.cancel(&ticket);
+        pool.end_flow(1);
+        while second.load(Ordering::SeqCst) == 0 {
+            loom::thread::yield_now();
+        }
+        assert_eq!(second.load(Ordering::SeqCst), 1, "the second block completes");
+        while pool.stats().stream_flows > 0 {
+            loom::thread::yield_now();
+        }
+        drop(pool);
+        let e = first.load(Ordering::SeqCst);
+        assert!(e == 1 || e == 2, "ended {e}");
+    });
+}
+
+/// A job that reads three one-byte parts of /dev/zero, handing out all but the
+/// last to other workers ([`crate::parts`]).
+struct PartsProbe {
+    parts: Option<crate::parts::Parts>,
+    _file: std::fs::File,
+    ended: Arc<AtomicUsize>,
+}
+
+impl PartsProbe {
+    fn new(ended: &Arc<AtomicUsize>) -> Box<PartsProbe> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open("/dev/zero").unwrap();
+        let buf = crate::buffer_pool::PooledBytes::unpooled(Vec::with_capacity(3));
+        let parts = crate::parts::Parts::new(file.as_raw_fd(), buf, 3);
+        Box::new(PartsProbe { parts: Some(parts), _file: file, ended: ended.clone() })
+    }
+}
+
+impl Job for PartsProbe {
+    fn split(&mut self) -> Option<Piece> {
+        let parts = self.parts.as_mut().filter(|p| p.unclaimed() > 1)?;
+        let mut part = parts.claim(1)?;
+        Some(Piece::new(1, move || part.read()))
+    }
+    fn step(&mut self) -> Step {
+        let parts = self.parts.as_mut().unwrap();
+        let bytes = parts.claim(1).map_or(0, |mut p| p.read());
+        Step { bytes, done: !parts.has_more() }
+    }
+    fn complete(mut self: Box<Self>) {
+        assert_eq!(self.parts.take().unwrap().finish().unwrap().into_pooled().unwrap(), vec![0u8; 3]);
+        self.ended.fetch_add(1, Ordering::SeqCst);
+    }
+    fn cancel(mut self: Box<Self>) {
+        drop(self.parts.take()); // waits for parts in flight
+        self.ended.fetch_add(2, Ordering::SeqCst);
+    }
+}
+
+/// Two workers share one job's parts while it is cancelled: it ends exactly
+/// once, nothing deadlocks, and a completed result has every byte.
+#[test]
+fn loom_parts_of_one_job_on_two_workers_with_cancel() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1);
+        let ended = Arc::new(AtomicUsize::new(0));
+        let ticket = pool.submit(PartsProbe::new(&ended));
+        pool.cancel(&ticket);
+        drop(pool);
+        assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
+    });
+}
+
+/// A job under admission: it holds an open-file slot and asks for one byte after
+/// its first step.
+struct AdmittedProbe {
+    probe: Probe,
+    stepped: bool,
+    granted: bool,
+}
+
+impl Job for AdmittedProbe {
+    fn step(&mut self) -> Step {
+        self.stepped = true;
+        self.probe.step()
+    }
+    fn complete(self: Box<Self>) {
+        Box::new(self.probe).complete()
+    }
+    fn cancel(self: Box<Self>) {
+        Box::new(self.probe).cancel()
+    }
+    fn opens_file(&self) -> bool {
+        true
+    }
+    fn wait(&self) -> Wait {
+        if self.stepped && !self.granted {
+            Wait::Bytes(1)
+        } else {
+            Wait::No
+        }
+    }
+    fn grant(&mut self) {
+        self.granted = true;
+    }
+}
+
+/// Two reads under one open-file slot and one byte, on two workers, one of them
+/// cancelled: each ends exactly once, nothing deadlocks, and once both have ended
+/// the slot and the byte are free again.
+#[test]
+fn loom_admission_with_cancel() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1);
+        pool.set_admission_limits(Some(1), Some(1));
+        let a = Arc::new(AtomicUsize::new(0));
+        let b = Arc::new(AtomicUsize::new(0));
+        let probe = |ended: &Arc<AtomicUsize>| {
+            Box::new(AdmittedProbe { probe: Probe { steps: 2, ended: ended.clone() }, stepped: false, granted: false })
+        };
+        pool.submit(probe(&a));
+        let tb = pool.submit(probe(&b));
+        pool.cancel(&tb);
+        while a.load(Ordering::SeqCst) == 0 || b.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight, s.waiting), (0, 0, 0));
+        drop(pool);
+        assert_eq!(a.load(Ordering::SeqCst), 1, "a is not cancelled, so it completes");
+        assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
+    });
+}
+
+/// A read that, granted its byte, waits for lent memory ([`Wait::Memory`]).
+struct LendingProbe {
+    admitted: AdmittedProbe,
+    lent: bool,
+    asked: Arc<AtomicBool>,
+}
+
+impl Job for LendingProbe {
+    fn step(&mut self) -> Step {
+        self.admitted.step()
+    }
+    fn complete(self: Box<Self>) {
+        Box::new(self.admitted).complete()
+    }
+    fn cancel(self: Box<Self>) {
+        Box::new(self.admitted).cancel()
+    }
+    fn opens_file(&self) -> bool {
+        true
+    }
+    fn wait(&self) -> Wait {
+        match self.admitted.wait() {
+            Wait::No if self.admitted.granted && !self.lent => Wait::Memory(1),
+            wait => wait,
+        }
+    }
+    fn grant(&mut self) {
+        self.admitted.grant()
+    }
+    fn memory_asker(&mut self) -> Option<Box<dyn FnOnce(u64) + Send>> {
+        let asked = self.asked.clone();
+        Some(Box::new(move |_| asked.store(true, Ordering::SeqCst)))
+    }
+    fn lend(&mut self, _memory: Option<Lent>) {
+        self.lent = true;
+    }
+}
+
+/// A read waiting for memory is answered on one thread while another cancels it:
+/// it ends exactly once, and its slot and byte are free afterwards.
+#[test]
+fn loom_lend_races_with_cancel() {
+    loom::model(|| {
+        let pool = Arc::new(Pool::new(1, 1));
+        let (ended, asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let probe = Probe { steps: 2, ended: ended.clone() };
+        let admitted = AdmittedProbe { probe, stepped: false, granted: false };
+        let job = LendingProbe { admitted, lent: false, asked: asked.clone() };
+        let ticket = pool.submit(Box::new(job));
+        while !asked.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        let lender = {
+            let (pool, ticket) = (pool.clone(), ticket.clone());
+            thread::spawn(move || pool.lend(&ticket, None))
+        };
+        pool.cancel(&ticket);
+        lender.join().unwrap();
+        while ended.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight, s.awaiting_memory), (0, 0, 0));
+        drop(pool);
+        assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
+    });
+}
+
+/// Two jobs on two workers: each ends exactly once.
+#[test]
+fn loom_two_workers_two_jobs() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1);
+        let a = Arc::new(AtomicUsize::new(0));
+        let b = Arc::new(AtomicUsize::new(0));
+        pool.submit(Box::new(Probe { steps: 1, ended: a.clone() }));
+        pool.submit(Box::new(Probe { steps: 2, ended: b.clone() }));
+        drop(pool);
+        assert!(matches!(a.load(Ordering::SeqCst), 1 | 2));
+        assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
+    });
+}
