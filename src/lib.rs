@@ -20,6 +20,7 @@
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
 pub mod admission;
+pub mod batch;
 pub mod buffer_pool;
 pub mod cached;
 pub mod chunk;

@@ -35,12 +35,13 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
+use crate::batch::{BatchDone, BatchSlots};
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
 use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
 use crate::external_memory::Ledger;
 use crate::lent::{Filled, Lent};
-use crate::pack::{Packed, Packer};
+use crate::pack::Packed;
 use crate::pool::{global, Job, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
@@ -406,40 +407,6 @@ pub fn read_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32, t
     submit_read(&env, Source::Path { path, flags, mode }, text)
 }
 
-/// What a batch has so far.
-struct BatchSoFar {
-    /// Outcome of each file, once it is read.
-    slots: Vec<Option<std::result::Result<Packed, ReadError>>>,
-    /// The slabs small results are packed into.
-    packer: Packer,
-}
-
-/// Outcomes of a batch, filled in by pool threads in any order: small results are
-/// packed into slabs as they arrive ([`crate::pack`]).
-struct BatchSlots {
-    slots: Mutex<BatchSoFar>,
-    left: std::sync::atomic::AtomicUsize,
-    deliver: Mutex<Option<Deliver>>,
-}
-
-impl BatchSlots {
-    fn fill(&self, i: usize, outcome: std::result::Result<PooledBytes, ReadError>) {
-        let mut guard = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let BatchSoFar { slots, packer } = &mut *guard;
-        slots[i] = Some(outcome.map(|bytes| packer.pack(bytes)));
-        drop(guard);
-        if self.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
-            let empty = BatchSoFar { slots: Vec::new(), packer: Packer::new(None) };
-            let BatchSoFar { slots, packer } =
-                std::mem::replace(&mut *self.slots.lock().unwrap_or_else(|p| p.into_inner()), empty);
-            let results = slots.into_iter().map(|s| s.unwrap_or(Err(ReadError::Cancelled))).collect();
-            if let Some(deliver) = self.deliver.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                deliver(Delivered::Batch(packer.into_slabs(), results));
-            }
-        }
-    }
-}
-
 /// Reads every file in `paths` (all opened with `flags` and `mode`) as one request:
 /// the files are separate jobs on the fair pool, and JS hears back once, with all
 /// outcomes in order. Returns the request id.
@@ -456,14 +423,8 @@ pub fn read_paths(env: Env, paths: Vec<String>, flags: i32, mode: u32) -> Result
             deliver(Delivered::Batch(Vec::new(), Vec::new()));
             return Vec::new();
         }
-        let batch = Arc::new(BatchSlots {
-            slots: Mutex::new(BatchSoFar {
-                slots: (0..sources.len()).map(|_| None).collect(),
-                packer: Packer::new(Some(buffer_pool::global())),
-            }),
-            left: std::sync::atomic::AtomicUsize::new(sources.len()),
-            deliver: Mutex::new(Some(deliver)),
-        });
+        let done: BatchDone = Box::new(move |slabs, outcomes| deliver(Delivered::Batch(slabs, outcomes)));
+        let batch = Arc::new(BatchSlots::new(sources.len(), Some(buffer_pool::global()), done));
         sources
             .into_iter()
             .enumerate()
