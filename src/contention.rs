@@ -489,7 +489,7 @@ mod tests {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
     fn a_busy_thread_of_this_process_shows_as_a_neighbour() {
-        let before = crate::sys::cpu_snapshot().expect("Linux has /proc");
+        let before = crate::host_threads::cpu_snapshot().expect("Linux has /proc");
         let started = std::time::Instant::now();
         let (spun, exit) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
         let spin = std::thread::spawn(move || {
@@ -503,7 +503,7 @@ mod tests {
             let _ = exit.1.recv();
         });
         spun.1.recv().unwrap();
-        let after = crate::sys::cpu_snapshot().unwrap();
+        let after = crate::host_threads::cpu_snapshot().unwrap();
         exit.0.send(()).unwrap();
         spin.join().unwrap();
         let d = Demand::between(&before, &after, started.elapsed());

@@ -9,6 +9,28 @@
 
 use std::fmt;
 
+/// Raw OS error codes the core reports without a failed call (a failed allocation, a
+/// cancelled part), in the OS's own numbering so that [`FsError::uv_errno`]
+/// translates them like any other.
+#[cfg(unix)]
+pub mod code {
+    pub const NO_MEMORY: i32 = libc::ENOMEM;
+    pub const CANCELLED: i32 = libc::ECANCELED;
+    /// For failures std reports without an OS error (not expected from file calls).
+    pub const IO: i32 = libc::EIO;
+}
+
+/// Win32 error codes, see above; each is one libuv translates (`uv_translate_sys_error`).
+#[cfg(windows)]
+pub mod code {
+    pub const NO_MEMORY: i32 = 8; // ERROR_NOT_ENOUGH_MEMORY -> ENOMEM
+    pub const CANCELLED: i32 = 995; // ERROR_OPERATION_ABORTED -> ECANCELED
+    pub const IO: i32 = 31; // ERROR_GEN_FAILURE -> EIO
+    pub const BAD_FD: i32 = 6; // ERROR_INVALID_HANDLE -> EBADF
+    pub const TOO_MANY_FILES: i32 = 4; // ERROR_TOO_MANY_OPEN_FILES -> EMFILE
+    pub const INVALID_NAME: i32 = 123; // ERROR_INVALID_NAME -> ENOENT
+}
+
 /// The system call that failed, named as node:fs names it in `err.syscall`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syscall {
@@ -55,17 +77,17 @@ impl FsError {
 
     /// The OS error behind `e` (`EIO` for the rare std error that has none).
     pub fn from_io(e: &std::io::Error, syscall: Syscall) -> Self {
-        FsError { os: e.raw_os_error().unwrap_or(crate::sys::code::IO), syscall }
+        FsError { os: e.raw_os_error().unwrap_or(code::IO), syscall }
     }
 
     /// Memory for a read could not be allocated (`ENOMEM`).
     pub fn out_of_memory(syscall: Syscall) -> Self {
-        FsError { os: crate::sys::code::NO_MEMORY, syscall }
+        FsError { os: code::NO_MEMORY, syscall }
     }
 
     /// The read was cancelled (`ECANCELED`).
     pub fn cancelled(syscall: Syscall) -> Self {
-        FsError { os: crate::sys::code::CANCELLED, syscall }
+        FsError { os: code::CANCELLED, syscall }
     }
 
     /// The value node:fs puts in `err.errno`: libuv's error number, `-errno` on unix
@@ -225,11 +247,11 @@ mod tests {
 
     #[test]
     fn io_errors_keep_their_os_error() {
-        let io = std::io::Error::from_raw_os_error(crate::sys::code::NO_MEMORY);
+        let io = std::io::Error::from_raw_os_error(code::NO_MEMORY);
         assert_eq!(FsError::from_io(&io, Syscall::Read), FsError::out_of_memory(Syscall::Read));
         // std errors without an OS error (none expected from file calls) become EIO.
         let e = FsError::from_io(&std::io::ErrorKind::InvalidInput.into(), Syscall::Open);
-        assert_eq!(e.os, crate::sys::code::IO);
+        assert_eq!(e.os, code::IO);
     }
 
     #[test]

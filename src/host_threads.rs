@@ -77,6 +77,13 @@ pub fn count() -> usize {
     crate::sys::count_threads(|tid, name| is_host_pool_thread(tid, name, &known))
 }
 
+/// Who uses the CPU now ([`crate::sys::cpu_snapshot`]), with the host pool's threads
+/// told apart by name or by the census; `None` where the OS does not tell.
+pub(crate) fn cpu_snapshot() -> Option<crate::sys::CpuSnapshot> {
+    let known = known();
+    crate::sys::cpu_snapshot(|tid, name| is_host_pool_thread(tid, name, &known))
+}
+
 /// The host pool's threads the census found.
 pub fn known() -> Vec<i32> {
     CENSUS.lock().unwrap_or_else(|p| p.into_inner()).threads.clone()

@@ -245,7 +245,7 @@ pub fn default_limits() -> Limits {
 /// Whether this machine tells threads' waiting time, so the big-read limit can adapt
 /// (not under loom, whose models must not depend on timing).
 fn contention_signal() -> bool {
-    !cfg!(fairfs_loom) && crate::sys::cpu_snapshot().is_some()
+    !cfg!(fairfs_loom) && crate::host_threads::cpu_snapshot().is_some()
 }
 
 /// What [`Hooks::bytes_in_flight`] is told: the bytes granted to big reads, at most
@@ -833,7 +833,7 @@ fn look_around<'a>(shared: &'a Shared, mut state: MutexGuard<'a, State>) -> Mute
     }
     state.looking = true;
     drop(state);
-    let snapshot = crate::sys::cpu_snapshot();
+    let snapshot = crate::host_threads::cpu_snapshot();
     let mut state = lock(shared);
     state.looking = false;
     let Some(snapshot) = snapshot else { return state };

@@ -118,10 +118,9 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
 
 /// Reads a [`CpuSnapshot`]: one directory listing and a few small `/proc` files per
 /// thread (the governor takes one every 100 ms at most, while big reads run).
-pub fn cpu_snapshot() -> Option<super::CpuSnapshot> {
+pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<super::CpuSnapshot> {
     let pid = std::process::id() as i32;
     let mut snap = super::CpuSnapshot::default();
-    let host_pool = crate::host_threads::known();
     for (tid, dir) in threads() {
         let Some((cpu, waiting)) = std::fs::read_to_string(dir.join("schedstat")).ok().and_then(|s| two_numbers(&s))
         else {
@@ -134,7 +133,7 @@ pub fn cpu_snapshot() -> Option<super::CpuSnapshot> {
         let name = std::fs::read(dir.join("comm")).unwrap_or_default();
         if name.starts_with(b"fairfs-") {
             continue;
-        } else if crate::host_threads::is_host_pool_thread(tid, &name, &host_pool) {
+        } else if is_host_pool(tid, &name) {
             snap.host_pool_wanted_ns += cpu + waiting;
         } else {
             snap.neighbours_cpu_ns += cpu;

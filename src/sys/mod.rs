@@ -46,28 +46,6 @@ pub struct FileStat {
     pub size: u64,
 }
 
-/// Raw OS error codes the core reports without a failed call (a failed allocation, a
-/// cancelled part), in the OS's own numbering so that [`FsError::uv_errno`]
-/// translates them like any other.
-#[cfg(unix)]
-pub mod code {
-    pub const NO_MEMORY: i32 = libc::ENOMEM;
-    pub const CANCELLED: i32 = libc::ECANCELED;
-    /// For failures std reports without an OS error (not expected from file calls).
-    pub const IO: i32 = libc::EIO;
-}
-
-/// Win32 error codes, see above; each is one libuv translates (`uv_translate_sys_error`).
-#[cfg(windows)]
-pub mod code {
-    pub const NO_MEMORY: i32 = 8; // ERROR_NOT_ENOUGH_MEMORY -> ENOMEM
-    pub const CANCELLED: i32 = 995; // ERROR_OPERATION_ABORTED -> ECANCELED
-    pub const IO: i32 = 31; // ERROR_GEN_FAILURE -> EIO
-    pub const BAD_FD: i32 = 6; // ERROR_INVALID_HANDLE -> EBADF
-    pub const TOO_MANY_FILES: i32 = 4; // ERROR_TOO_MANY_OPEN_FILES -> EMFILE
-    pub const INVALID_NAME: i32 = 123; // ERROR_INVALID_NAME -> ENOENT
-}
-
 /// Opens `path` with Node's numeric `flags` (`fs.constants.O_*` of this platform) and
 /// `mode`, close-on-exec / not inherited, as libuv does.
 pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<Fd, FsError> {
@@ -183,7 +161,7 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
     #[cfg(unix)]
     return e.os == libc::EMFILE || e.os == libc::ENFILE;
     #[cfg(windows)]
-    return e.os == code::TOO_MANY_FILES;
+    return e.os == crate::error::code::TOO_MANY_FILES;
 }
 
 // The accelerators: Linux-only calls that make reads cheaper, each with a fallback
@@ -261,12 +239,16 @@ pub struct CpuSnapshot {
     pub process_ticks: u64,
 }
 
-/// Takes a [`CpuSnapshot`] where the OS tells (Linux's `/proc`); `None` elsewhere.
-pub fn cpu_snapshot() -> Option<CpuSnapshot> {
+/// Takes a [`CpuSnapshot`] where the OS tells (Linux's `/proc`), counting the threads
+/// `is_host_pool(tid, name)` picks as the host pool's; `None` elsewhere.
+pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<CpuSnapshot> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    return linux::cpu_snapshot();
+    return linux::cpu_snapshot(is_host_pool);
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
-    None
+    {
+        let _ = is_host_pool;
+        None
+    }
 }
 
 #[cfg(all(test, unix))]

@@ -154,7 +154,7 @@ mod os {
     use std::path::PathBuf;
 
     use super::{Fd, FileStat};
-    use crate::sys::code;
+    use crate::error::code;
 
     /// Node passes paths as UTF-8; std turns them into the wide paths Windows takes.
     pub fn path(path: &CStr) -> io::Result<PathBuf> {
