@@ -114,6 +114,8 @@ export interface PoolStats {
   maxBytesInFlight: number
   /** Reads waiting for admission. */
   waiting: number
+  /** Admitted big reads waiting for a Buffer their thread lends them. */
+  awaitingMemory: number
   /** Reads of FIFOs and devices, each on a thread of its own outside the pool. */
   ownThreads: number
   /**

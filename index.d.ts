@@ -147,6 +147,8 @@ export interface NativeStats {
   maxBytesInFlight: number
   /** Reads waiting for admission (an open-file slot, their bytes, or a close after EMFILE). */
   waiting: number
+  /** Admitted big reads waiting for a Buffer their JS thread lends them (read straight into V8's memory). */
+  awaitingMemory: number
   /** Reads of FIFOs, pipes and devices, each on a thread of its own outside the pool. */
   ownThreads: number
   /** Read streams whose blocks the pool's fair queue keeps as one flow; each is

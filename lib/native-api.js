@@ -300,11 +300,8 @@ function configure(options) {
 }
 
 /**
- * `backend: 'native'` and the pool counters: threads, queued, active, completed,
- * cancelled, bytesRead, chunksRead, chunkSize, readAhead, admission's openFiles,
- * maxOpenFiles, bytesInFlight, maxBytesInFlight and waiting, and `pool`: the buffer
- * pool's hits, misses, pooledBytes, outstanding, maxPooledBytes, untoldBytes and
- * abandonedBytes (index.d.ts says what each counts).
+ * `backend: 'native'`, the pool's counters and the buffer pool's (`pool`); index.d.ts
+ * (`NativeStats`) says what each field counts.
  */
 function stats() {
   return { backend: 'native', ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), maxUnsizedLength: getMaxUnsizedLength(), fastPath }

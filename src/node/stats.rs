@@ -33,6 +33,8 @@ pub struct PoolStats {
     pub max_bytes_in_flight: f64,
     /// Reads waiting for admission.
     pub waiting: u32,
+    /// Admitted big reads waiting for a Buffer their thread lends them.
+    pub awaiting_memory: u32,
     /// Reads of FIFOs and devices, each on a thread of its own outside the pool.
     pub own_threads: u32,
     /// Read streams whose blocks the fair queue keeps as one flow (each is forgotten
@@ -83,6 +85,7 @@ pub fn stats() -> PoolStats {
         bytes_in_flight: s.bytes_in_flight as f64,
         max_bytes_in_flight: s.max_bytes_in_flight as f64,
         waiting: s.waiting as u32,
+        awaiting_memory: s.awaiting_memory as u32,
         own_threads: s.own_threads as u32,
         stream_flows: s.stream_flows as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,

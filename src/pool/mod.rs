@@ -178,7 +178,9 @@ pub struct Stats {
     pub large_limit_max: usize,
     /// Whether the limit adapts ([`crate::contention`]); else it is fixed.
     pub large_limit_adaptive: bool,
-    /// Times the limit went down because threads waited for a CPU, and up because none did.
+    /// Times the limit went down because others wanted the CPU (libuv's threads, other
+    /// threads and processes, a waiting event loop: [`crate::contention`]), and up
+    /// because they did not.
     pub large_backoffs: u64,
     pub large_probes: u64,
     /// Files held open by admitted reads, and the most allowed ([`crate::admission`]).
