@@ -18,6 +18,7 @@ const nodeOpen = NodeReadStream.prototype.open
 const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
 const { hold } = require('./filehandle')
 const { invalidArgType, outOfRange } = require('./errors')
+const turns = require('./turns')
 
 // node:fs's streams call fs.open, fs.read and fs.close through the module (and a
 // FileHandle's read() through the handle) at each operation, so callers replace them
@@ -106,53 +107,6 @@ function setStreamFastPath(on) {
 const kBlockChunks = 16
 const kMinBlock = 64 * 1024
 const kMaxBlock = 1024 * 1024
-
-// Event-loop turns: all fairfs streams together push at most kTurnBudget bytes in one
-// turn of the event loop, past which a stream waits for the next turn (setImmediate,
-// after the loop has polled for I/O); but every stream may push its first chunk of a
-// turn, so a small file's stream never waits behind big ones. Pool results arrive
-// faster than sockets take them, and without a budget a few big downloads kept the
-// event loop busy pushing bytes while small requests waited (benches/js/server.mjs).
-//
-// A chunk costs the event loop about the same whatever its size (the stream's
-// machinery, the socket's write and its callback, the garbage), so big streams are
-// also held to chunks: while two or more streams past their first kLongAfter bytes
-// are reading, those together push at most kLongChunksPerTurn chunks a turn. With
-// @fastify/static's 16 KiB chunks, four downloads used to push 16 chunks a turn: they
-// ran at twice node:fs's speed and small requests' p99 was 19-22 ms against 10-16.
-// Held to four (what four downloads of 64 KiB chunks push on plain http anyway), they
-// ran 1.15x node:fs's speed with a p99 of 14 ms against 11. A lone stream, and short
-// ones (small files), are not held.
-const kTurnBudget = 256 * 1024
-const kLongAfter = 1024 * 1024
-const kLongChunksPerTurn = 4
-let turnBytes = 0
-let turn = 0
-let turnEnds = false
-/** Chunks long streams pushed this turn. */
-let turnLongChunks = 0
-/** Streams past their first kLongAfter bytes that have not finished reading. */
-const longStreams = new Set()
-/** Streams waiting for the next turn to push on. */
-const waitingForTurn = new Set()
-
-function spendTurn(bytes) {
-  turnBytes += bytes
-  if (!turnEnds) {
-    turnEnds = true
-    setImmediate(nextTurn)
-  }
-}
-
-function nextTurn() {
-  turnEnds = false
-  turnBytes = 0
-  turnLongChunks = 0
-  turn++
-  const streams = [...waitingForTurn]
-  waitingForTurn.clear()
-  for (const s of streams) s._pushOn()
-}
 
 function setReadAhead(n) {
   defaultReadAhead = n
@@ -551,22 +505,15 @@ class ReadStream extends Readable {
         return
       }
       while (block.next < chunks.length && this.#wantMore) {
-        const long = this.bytesRead >= kLongAfter
-        const held = long && turnLongChunks >= kLongChunksPerTurn && longStreams.size >= 2
-        if ((turnBytes >= kTurnBudget && this.#turn === turn) || held) {
-          waitingForTurn.add(this)
-          return
-        }
-        this.#turn = turn
-        if (long) turnLongChunks++
+        const now = turns.admit(this, this.#turn, this.bytesRead)
+        if (now < 0) return // queued: _pushOn() comes next turn
+        this.#turn = now
         const chunk = chunks[block.next]
         chunks[block.next++] = undefined
         const n = chunk.length
         this.bytesRead += n
-        // Long from the chunk that completes its first kLongAfter bytes.
-        if (this.bytesRead >= kLongAfter) longStreams.add(this)
         if (this.pos !== undefined) this.pos += n
-        spendTurn(n)
+        turns.spent(this, n, this.bytesRead)
         // One push per _read(), as node:fs: more pushed at once would wait in the
         // buffer together (highWaterMark counts characters once decoded) and come
         // out of read() joined. Except in flowing mode into an empty buffer: there
@@ -590,7 +537,7 @@ class ReadStream extends Readable {
   #endFlow() {
     if (this.#flow !== 0) binding.endFlow(this.#flow)
     this.#flow = 0
-    longStreams.delete(this)
+    turns.finished(this)
   }
 
   /** The next event-loop turn has come: push what waited for it. */
