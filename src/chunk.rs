@@ -7,10 +7,10 @@
 
 use std::ffi::CStr;
 
-use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
-use crate::pool::{CancelFlag, Job, Step};
+use crate::job::Wait;
+use crate::job::{CancelFlag, Job, Step, Waits};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
 
@@ -121,18 +121,6 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
         }
     }
 
-    fn wait(&self) -> Wait {
-        if self.fifo_unsettled {
-            Wait::OwnThread
-        } else {
-            Wait::No
-        }
-    }
-
-    fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.cancelled = Some(cancelled);
-    }
-
     fn complete(self: Box<Self>) {
         let this = *self;
         let outcome = match (this.error, this.fd) {
@@ -145,6 +133,25 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
 
     fn cancel(self: Box<Self>) {
         (self.on_done)(None);
+    }
+
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+/// A FIFO's open waits for a writer on a thread of its own.
+impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Waits for OpenJob<D> {
+    fn wait(&self) -> Wait {
+        if self.fifo_unsettled {
+            Wait::OwnThread
+        } else {
+            Wait::No
+        }
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
     }
 }
 
@@ -244,18 +251,6 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
         self.position.is_some() && self.len > self.step_max
     }
 
-    fn wait(&self) -> Wait {
-        if self.may_block {
-            Wait::OwnThread
-        } else {
-            Wait::No
-        }
-    }
-
-    fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.cancelled = Some(cancelled);
-    }
-
     fn flow(&self) -> Option<u64> {
         self.flow
     }
@@ -272,6 +267,25 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 
     fn cancel(self: Box<Self>) {
         (self.on_done)(None);
+    }
+
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+/// A block of a FIFO or a device waits for data on a thread of its own.
+impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Waits for BlockJob<D> {
+    fn wait(&self) -> Wait {
+        if self.may_block {
+            Wait::OwnThread
+        } else {
+            Wait::No
+        }
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
     }
 }
 

@@ -23,12 +23,12 @@
 
 use std::ffi::CString;
 
-use crate::admission::Wait;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
+use crate::job::Wait;
+use crate::job::{CancelFlag, MemoryAsker, Waits};
 use crate::lent::{Filled, Lent};
 use crate::parts::{Part, Parts};
-use crate::pool::CancelFlag;
 use crate::sys::{self, Fd};
 
 /// The largest read we ever ask the kernel for: Linux caps reads just below 2 GiB
@@ -67,7 +67,7 @@ pub struct ReadLimits {
     pub max_unsized_length: u64,
     /// Where buffers for files of known size come from; `None` allocates each one.
     pub buffers: Option<&'static BufferPool>,
-    /// The read runs under the pool's admission control ([`crate::admission`]): a
+    /// The read runs under the pool's admission control ([`crate::policy::admission`]): a
     /// file of more than one chunk asks for its buffer's bytes ([`FileRead::wait`])
     /// before it allocates them, and an open that fails with EMFILE/ENFILE waits
     /// for a file to close instead of failing.
@@ -169,12 +169,20 @@ pub struct FileRead {
 }
 
 /// Under admission control, a file we opened whose size is in `sizes`, read in parts,
-/// is read into memory its caller lends ([`Wait::Memory`], [`FileRead::lend`]).
-#[derive(Debug, Default)]
+/// is read into memory its caller lends ([`Wait::Memory`], [`Waits::lend`]).
+#[derive(Default)]
 struct Lending {
     sizes: Option<std::ops::Range<usize>>,
+    /// Asks the caller for the memory, once.
+    ask: Option<MemoryAsker>,
     /// The memory lent, until the buffer is allocated.
     lent: Option<Lent>,
+}
+
+impl std::fmt::Debug for Lending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lending").field("sizes", &self.sizes).field("lent", &self.lent).finish_non_exhaustive()
+    }
 }
 
 impl Lending {
@@ -183,6 +191,66 @@ impl Lending {
         let Some(size) = file.expected else { return false };
         let lends = self.sizes.as_ref().is_some_and(|sizes| sizes.contains(&size) && size > chunk_size);
         lends && file.unallocated && file.owned && granted && self.lent.is_none()
+    }
+}
+
+/// What the pool asks of a read under admission control, and tells it.
+impl Waits for FileRead {
+    /// It opens a file of its own (a path, not a caller's fd) under admission control.
+    fn opens_file(&self) -> bool {
+        self.limits.admitted && self.opens_path()
+    }
+
+    /// Why it cannot take its next step yet, under admission control.
+    fn wait(&self) -> Wait {
+        match &self.state {
+            State::Unopened if self.out_of_descriptors => Wait::FileClosed,
+            State::Reading(OpenFile { unallocated: true, expected: Some(size), .. }) if !self.granted => {
+                Wait::Bytes(*size as u64)
+            }
+            State::Reading(file) if self.lending.wanted(file, self.granted, self.limits.chunk_size) => {
+                Wait::Memory(file.expected.unwrap_or(0) as u64)
+            }
+            State::Reading(OpenFile { may_block: true, .. }) => Wait::OwnThread,
+            _ => Wait::No,
+        }
+    }
+
+    /// The bytes [`Waits::wait`] asked for are granted.
+    fn grant(&mut self) {
+        self.granted = true;
+    }
+
+    fn memory_asker(&mut self) -> Option<MemoryAsker> {
+        self.lending.ask.take()
+    }
+
+    /// The memory [`Wait::Memory`] asked for, at least the size it asked; `None` if the
+    /// caller has none to lend (the read then allocates its own).
+    fn lend(&mut self, memory: Option<Lent>) {
+        match memory {
+            Some(lent) => self.lending.lent = Some(lent),
+            None => self.lending.sizes = None,
+        }
+    }
+
+    /// Its bytes were refused: close our file so that it waits holding nothing. It
+    /// opens again (and allocates at once, once granted) on its next step.
+    fn suspend(&mut self) {
+        // Only a path can be opened again; a caller's fd stays as it is.
+        if self.opens_path() && matches!(self.state, State::Reading(OpenFile { owned: true, unallocated: true, .. })) {
+            self.state = State::Unopened; // dropping the OpenFile closes it
+        }
+    }
+
+    /// Waiting for descriptors is over: the next open reports its error.
+    fn give_up(&mut self) {
+        self.gave_up = true;
+    }
+
+    /// Watches `cancelled` while waiting on a source that may block for any time.
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
     }
 }
 
@@ -214,62 +282,16 @@ impl FileRead {
 
     /// Under admission control, reads a file we open whose size is in `sizes` and
     /// that spans several chunks into memory its caller lends: once its bytes are
-    /// granted it waits ([`Wait::Memory`]) until [`FileRead::lend`] gives it the memory.
-    pub fn lend_for(&mut self, sizes: std::ops::Range<usize>) {
+    /// granted it waits ([`Wait::Memory`]) and `ask(size)` asks for the memory, which
+    /// comes back through [`Waits::lend`].
+    pub fn lend_for(&mut self, sizes: std::ops::Range<usize>, ask: MemoryAsker) {
         self.lending.sizes = Some(sizes);
-    }
-
-    /// The memory [`Wait::Memory`] asked for, at least the size it asked; `None` if the
-    /// caller has none to lend (the read then allocates its own).
-    pub fn lend(&mut self, memory: Option<Lent>) {
-        match memory {
-            Some(lent) => self.lending.lent = Some(lent),
-            None => self.lending.sizes = None,
-        }
-    }
-
-    /// Watches `cancelled` while waiting on a source that may block for any time.
-    pub fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.cancelled = Some(cancelled);
+        self.lending.ask = Some(ask);
     }
 
     /// Whether it opens a file of its own (a path, not a caller's fd).
-    pub fn opens_file(&self) -> bool {
+    fn opens_path(&self) -> bool {
         matches!(self.source, Source::Path { .. })
-    }
-
-    /// Why it cannot take its next step yet, under admission control.
-    pub fn wait(&self) -> Wait {
-        match &self.state {
-            State::Unopened if self.out_of_descriptors => Wait::FileClosed,
-            State::Reading(OpenFile { unallocated: true, expected: Some(size), .. }) if !self.granted => {
-                Wait::Bytes(*size as u64)
-            }
-            State::Reading(file) if self.lending.wanted(file, self.granted, self.limits.chunk_size) => {
-                Wait::Memory(file.expected.unwrap_or(0) as u64)
-            }
-            State::Reading(OpenFile { may_block: true, .. }) => Wait::OwnThread,
-            _ => Wait::No,
-        }
-    }
-
-    /// The bytes [`FileRead::wait`] asked for are granted.
-    pub fn grant(&mut self) {
-        self.granted = true;
-    }
-
-    /// Its bytes were refused: close our file so that it waits holding nothing. It
-    /// opens again (and allocates at once, once granted) on its next step.
-    pub fn suspend(&mut self) {
-        // Only a path can be opened again; a caller's fd stays as it is.
-        if self.opens_file() && matches!(self.state, State::Reading(OpenFile { owned: true, unallocated: true, .. })) {
-            self.state = State::Unopened; // dropping the OpenFile closes it
-        }
-    }
-
-    /// Waiting for descriptors is over: the next open reports its error.
-    pub fn give_up(&mut self) {
-        self.gave_up = true;
     }
 
     /// Does the next piece of work: opening and stating on the first call, then one

@@ -1,11 +1,12 @@
 //! A `readFile` request as a pool [`Job`]: the read algorithm plus the code that
 //! receives its outcome.
 
-use crate::admission::Wait;
 use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
-use crate::lent::{Filled, Lent};
-use crate::pool::{CancelFlag, Job, Piece, Pool, Step, Ticket};
+pub use crate::job::MemoryAsker;
+use crate::job::{Job, Piece, Step, Waits};
+use crate::lent::Filled;
+use crate::pool::{Pool, Ticket};
 use crate::read::{pooled_only, FileRead, Progress, ReadLimits, Source};
 
 /// What a read delivers: the bytes (returned to their pool when dropped), or why
@@ -15,33 +16,25 @@ pub type Outcome = Result<PooledBytes, ReadError>;
 /// What a read that may fill lent memory delivers ([`ReadFileJob::lending`]).
 pub type FilledOutcome = Result<Filled, ReadError>;
 
-/// Asks a read's caller for memory to lend it ([`Job::memory_asker`]).
-pub type MemoryAsker = Box<dyn FnOnce(u64) + Send>;
-
 /// A [`FileRead`] run by the pool, handing its [`FilledOutcome`] to `on_done` exactly once.
 pub struct ReadFileJob<F> {
     read: FileRead,
-    /// It runs under the pool's admission control ([`ReadLimits::admitted`]).
-    limits_admitted: bool,
     /// The error that ended the read early, if any.
     error: Option<ReadError>,
-    /// Asks for the memory of a big result, if the caller lends it.
-    ask: Option<MemoryAsker>,
     on_done: F,
 }
 
 impl<F: FnOnce(FilledOutcome) + Send + 'static> ReadFileJob<F> {
     pub fn new(source: Source, limits: ReadLimits, on_done: F) -> Self {
         let read = FileRead::new(source, limits);
-        ReadFileJob { read, limits_admitted: limits.admitted, error: None, ask: None, on_done }
+        ReadFileJob { read, error: None, on_done }
     }
 
     /// Under admission control, a file we open whose size is in `sizes` and that
     /// spans several chunks is read into memory the caller lends: `ask(size)` asks for
     /// it, and the answer comes through [`Pool::lend`] ([`FileRead::lend_for`]).
     pub fn lending(mut self, sizes: std::ops::Range<usize>, ask: MemoryAsker) -> Self {
-        self.read.lend_for(sizes);
-        self.ask = Some(ask);
+        self.read.lend_for(sizes, ask);
         self
     }
 }
@@ -66,38 +59,6 @@ impl<F: FnOnce(FilledOutcome) + Send + 'static> Job for ReadFileJob<F> {
         self.read.is_large()
     }
 
-    fn opens_file(&self) -> bool {
-        self.limits_admitted && self.read.opens_file()
-    }
-
-    fn wait(&self) -> Wait {
-        self.read.wait()
-    }
-
-    fn grant(&mut self) {
-        self.read.grant()
-    }
-
-    fn memory_asker(&mut self) -> Option<MemoryAsker> {
-        self.ask.take()
-    }
-
-    fn lend(&mut self, memory: Option<Lent>) {
-        self.read.lend(memory)
-    }
-
-    fn suspend(&mut self) {
-        self.read.suspend()
-    }
-
-    fn give_up(&mut self) {
-        self.read.give_up()
-    }
-
-    fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.read.watch_cancel(cancelled)
-    }
-
     fn complete(self: Box<Self>) {
         let this = *self;
         let outcome = match this.error {
@@ -120,6 +81,11 @@ impl<F: FnOnce(FilledOutcome) + Send + 'static> Job for ReadFileJob<F> {
         // the caller either way.
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(read)));
         on_done(Err(ReadError::Panicked));
+    }
+
+    /// The read itself waits: for its slot, its bytes, lent memory, a thread of its own.
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(&mut self.read)
     }
 }
 
@@ -188,6 +154,7 @@ where
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
+    use crate::lent::Lent;
     use std::ffi::CString;
 
     #[test]
@@ -366,13 +333,13 @@ mod tests {
         let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
         let (tx, rx) = std::sync::mpsc::channel();
         let (big, small) = (std::sync::Arc::new(big), std::sync::Arc::new(small));
-        let jobs: Vec<Box<dyn crate::pool::Job>> = (0..80)
+        let jobs: Vec<Box<dyn crate::job::Job>> = (0..80)
             .map(|i| {
                 let (p, want) = if i % 2 == 0 { (&big_path, big.clone()) } else { (&small_path, small.clone()) };
                 let tx = tx.clone();
                 Box::new(ReadFileJob::new(source(p), limits, move |outcome: FilledOutcome| {
                     tx.send(outcome.map(|b| *pooled_only(b) == **want)).unwrap()
-                })) as Box<dyn crate::pool::Job>
+                })) as Box<dyn crate::job::Job>
             })
             .collect();
         // All at once, as a burst. (That the others wait is timing-free in the pool's

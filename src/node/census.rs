@@ -1,8 +1,8 @@
-//! The census of libuv's threads ([`crate::host_threads`]), run on libuv's own pool.
+//! The census of libuv's threads ([`crate::policy::host_threads`]), run on libuv's own pool.
 
 use super::*;
 
-/// One job of the census of libuv's threads ([`crate::host_threads`]): queued on
+/// One job of the census of libuv's threads ([`crate::policy::host_threads`]): queued on
 /// libuv's pool (N-API async work runs there), it notes its thread and waits for the
 /// other `expected` jobs. Resolves whether the census is complete.
 pub struct CensusJob(usize);
@@ -12,7 +12,7 @@ impl Task for CensusJob {
     type JsValue = bool;
 
     fn compute(&mut self) -> Result<bool> {
-        Ok(crate::host_threads::census(self.0))
+        Ok(crate::policy::host_threads::census(self.0))
     }
 
     fn resolve(&mut self, _env: Env, complete: bool) -> Result<bool> {

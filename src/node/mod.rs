@@ -40,9 +40,10 @@ use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
 use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
 use crate::external_memory::Ledger;
+use crate::job::Job;
 use crate::lent::{Filled, Lent};
 use crate::pack::Packed;
-use crate::pool::{global, Job, Ticket};
+use crate::pool::{global, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
 use crate::request::{FilledOutcome, MemoryAsker, OnceJob, ReadFileJob};
@@ -349,7 +350,7 @@ fn submit_read(env: &Env, source: Source, text: u32) -> Result<f64> {
     })
 }
 
-/// Lends request `id`, waiting for memory ([`crate::admission::Wait::Memory`]), a new
+/// Lends request `id`, waiting for memory ([`crate::policy::admission::Wait::Memory`]), a new
 /// Buffer of `size` uninitialised bytes that V8 allocates, as `Buffer.allocUnsafeSlow`
 /// does. A reference holds it until the outcome is delivered. If V8 cannot allocate
 /// it, the read allocates its own memory instead.

@@ -79,7 +79,7 @@ pub fn stats() -> PoolStats {
         large_limit_adaptive: s.large_limit_adaptive,
         large_backoffs: s.large_backoffs as f64,
         large_probes: s.large_probes as f64,
-        libuv_threads: crate::host_threads::count() as u32,
+        libuv_threads: crate::policy::host_threads::count() as u32,
         open_files: s.open_files as u32,
         max_open_files: s.max_open_files as u32,
         bytes_in_flight: s.bytes_in_flight as f64,

@@ -1,6 +1,7 @@
 //! loom models of the pool's concurrency (built with `--cfg fairfs_loom`).
 
 use super::*;
+use crate::job::{Piece, Step, Wait, Waits};
 
 /// Counts how a job ended: bit 0 = completed, bit 1 = cancelled.
 struct Probe {
@@ -152,6 +153,12 @@ impl Job for AdmittedProbe {
     fn cancel(self: Box<Self>) {
         Box::new(self.probe).cancel()
     }
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+impl Waits for AdmittedProbe {
     fn opens_file(&self) -> bool {
         true
     }
@@ -211,6 +218,12 @@ impl Job for LendingProbe {
     fn cancel(self: Box<Self>) {
         Box::new(self.admitted).cancel()
     }
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+impl Waits for LendingProbe {
     fn opens_file(&self) -> bool {
         true
     }

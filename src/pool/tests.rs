@@ -2,8 +2,9 @@
 //! shutdown, split jobs, the big-file limit and admission waits.
 
 use super::*;
+use crate::job::{Piece, Step, Wait, Waits};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A job that takes `steps` steps of `bytes` each and reports what happened to it.
 struct FakeJob {
@@ -38,15 +39,6 @@ fn job(name: &'static str, steps: usize, log: &mpsc::Sender<(&'static str, &'sta
 
 fn recv(rx: &mpsc::Receiver<(&'static str, &'static str)>) -> (&'static str, &'static str) {
     rx.recv_timeout(Duration::from_secs(10)).expect("pool made no progress")
-}
-
-#[test]
-fn the_buffer_pool_stocks_for_big_reads_in_flight_unless_the_governor_holds_them_back() {
-    let free = Governor::new(4, 4, true);
-    assert_eq!(bytes_to_stock_for(48, 64, &free), 48);
-    assert_eq!(bytes_to_stock_for(100, 64, &free), 64, "a file past the limit, read alone, counts as the limit");
-    assert_eq!(bytes_to_stock_for(48, 64, &Governor::new(1, 4, true)), 0, "held back for a neighbour");
-    assert_eq!(bytes_to_stock_for(48, 64, &Governor::new(3, 4, false)), 48, "a fixed limit holds nothing back");
 }
 
 #[test]
@@ -309,6 +301,12 @@ impl Job for Admitted {
     fn cancel(self: Box<Self>) {
         Box::new(self.fake).cancel()
     }
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+impl Waits for Admitted {
     fn opens_file(&self) -> bool {
         true
     }

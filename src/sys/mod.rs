@@ -219,8 +219,8 @@ pub fn count_threads(is: impl Fn(i32, &[u8]) -> bool) -> usize {
     }
 }
 
-/// Who else uses the CPU, for [`crate::contention`]: the host's thread pool (libuv's,
-/// [`crate::host_threads`]), this process's other threads but the pool's and the main
+/// Who else uses the CPU, for [`crate::policy::contention`]: the host's thread pool (libuv's,
+/// [`crate::policy::host_threads`]), this process's other threads but the pool's and the main
 /// thread (V8's helpers), the main thread (the event loop), and the rest of the machine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuSnapshot {

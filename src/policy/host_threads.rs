@@ -1,6 +1,6 @@
 //! Which of this process's threads are the host's thread pool (libuv's, in Node):
 //! the threads zlib, crypto, `dns.lookup` and node:fs run on. Their demand for the
-//! CPU is the neighbour the contention governor ([`crate::contention`]) must see.
+//! CPU is the neighbour the contention governor ([`crate::policy::contention`]) must see.
 //!
 //! libuv 1.50+ names its threads `libuv-worker`, so on Node 22 and later the name
 //! tells. Older libuv (Node 20) leaves every thread named like the process, and so do

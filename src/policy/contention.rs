@@ -12,7 +12,7 @@
 //! looks at what happened in between ([`Demand`]):
 //!
 //! * *the host pool*: CPU that libuv's threads (zlib, crypto, `dns.lookup`, node:fs;
-//!   told apart by [`crate::host_threads`]) used or waited for, in cores. They are
+//!   told apart by [`crate::policy::host_threads`]) used or waited for, in cores. They are
 //!   idle unless someone gives them work, so any steady demand there is a neighbour,
 //!   however little CPU it takes: a loop of small deflates is latency-bound (each one a
 //!   round trip through the event loop and a libuv thread), and four workers copying
@@ -296,11 +296,34 @@ impl Governor {
         }
         self.limit != before
     }
+
+    /// The stock rule: what the buffer pool is told to keep in stock for big reads, given
+    /// the bytes admission granted them (`granted`, at most `max_bytes` counted). While
+    /// this governor holds big reads back for a neighbour it is none: stock would make
+    /// the big reads cheaper for the workers, but each result still costs the event
+    /// loop, which is what a neighbour such as zlib waits for (docs/tuning.md, "stock").
+    pub fn bytes_to_stock(&self, granted: u64, max_bytes: u64) -> u64 {
+        let held_back = self.is_adaptive() && self.limit() < self.max();
+        if held_back {
+            0
+        } else {
+            granted.min(max_bytes)
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_buffer_pool_stocks_for_big_reads_in_flight_unless_the_governor_holds_them_back() {
+        let free = Governor::new(4, 4, true);
+        assert_eq!(free.bytes_to_stock(48, 64), 48);
+        assert_eq!(free.bytes_to_stock(100, 64), 64, "a file past the limit, read alone, counts as the limit");
+        assert_eq!(Governor::new(1, 4, true).bytes_to_stock(48, 64), 0, "held back for a neighbour");
+        assert_eq!(Governor::new(3, 4, false).bytes_to_stock(48, 64), 48, "a fixed limit holds nothing back");
+    }
 
     const QUIET: Demand = Demand { neighbours: 0.05, loop_waiting: 0.05, host_pool: 0.0 };
 
@@ -489,7 +512,7 @@ mod tests {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
     fn a_busy_thread_of_this_process_shows_as_a_neighbour() {
-        let before = crate::host_threads::cpu_snapshot().expect("Linux has /proc");
+        let before = crate::policy::host_threads::cpu_snapshot().expect("Linux has /proc");
         let started = std::time::Instant::now();
         let (spun, exit) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
         let spin = std::thread::spawn(move || {
@@ -503,7 +526,7 @@ mod tests {
             let _ = exit.1.recv();
         });
         spun.1.recv().unwrap();
-        let after = crate::host_threads::cpu_snapshot().unwrap();
+        let after = crate::policy::host_threads::cpu_snapshot().unwrap();
         exit.0.send(()).unwrap();
         spin.join().unwrap();
         let d = Demand::between(&before, &after, started.elapsed());

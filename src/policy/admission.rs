@@ -28,27 +28,6 @@
 
 use std::collections::VecDeque;
 
-/// Why a read that is not done cannot take its next step yet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// It may go on.
-    No,
-    /// A big read knows its size and needs that many bytes granted before it
-    /// allocates its buffer.
-    Bytes(u64),
-    /// Its open failed with EMFILE/ENFILE: it waits for a file to close, then tries
-    /// again.
-    FileClosed,
-    /// A big read, granted its bytes, waits for memory its caller lends
-    /// ([`crate::lent`]): it leaves the queue, keeping its slot and bytes, until the
-    /// caller answers ([`crate::pool::Pool::lend`]).
-    Memory(u64),
-    /// It reads a source that may block for any time (a FIFO waiting for a writer, a
-    /// device): it leaves the pool for a thread of its own, so that it stalls nobody,
-    /// and gives back what admission granted it.
-    OwnThread,
-}
-
 /// The two limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -1,0 +1,179 @@
+//! The contract between the pool and the work it runs.
+//!
+//! A [`Job`] is stepped one chunk at a time by whichever worker checks it out, and
+//! ends exactly once: completed, cancelled or failed. That is all most jobs need.
+//! A job that waits for something the pool hands out (an open-file slot, bytes of
+//! result memory, memory its caller lends, a thread of its own) also offers
+//! [`Waits`], through [`Job::waits`]: the pool asks it why it cannot go on, and tells
+//! it what it was given.
+
+use crate::lent::Lent;
+use crate::loom::sync::atomic::AtomicBool;
+use crate::loom::sync::Arc;
+
+/// What one step of a job did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Bytes read in this step; charged to the job's deficit.
+    pub bytes: usize,
+    /// The job has its result and must not be stepped again.
+    pub done: bool,
+}
+
+/// A part of a job that one worker runs while the job itself is back in the queue,
+/// so that several workers can serve one request at once.
+pub struct Piece {
+    /// Bytes it will read, charged to the job's deficit when it is handed out.
+    pub(crate) bytes: usize,
+    /// Does the work, once; returns the bytes actually read. The pool counts them
+    /// before it drops the piece, so a job that waits for its pieces to be dropped
+    /// finds them counted.
+    pub(crate) run: Box<dyn FnMut() -> usize + Send>,
+}
+
+impl Piece {
+    pub fn new(bytes: usize, run: impl FnMut() -> usize + Send + 'static) -> Piece {
+        Piece { bytes, run: Box::new(run) }
+    }
+}
+
+/// Work the pool can run one step at a time.
+pub trait Job: Send + 'static {
+    /// Runs one step (one chunk). Never called again after it reports `done`.
+    fn step(&mut self) -> Step;
+    /// Hands out a piece of the job for this worker to run while the job goes back
+    /// in the queue for other workers; `None` runs [`Job::step`] instead. Called on a
+    /// checked-out job before each step, so it must be quick (no I/O). A job must not
+    /// need its pieces to finish before it can be cancelled or completed, other than
+    /// by waiting for pieces already running.
+    fn split(&mut self) -> Option<Piece> {
+        None
+    }
+    /// Delivers the result. Called once, after a step reported `done`.
+    fn complete(self: Box<Self>);
+    /// Delivers cancellation and frees everything. Called instead of further steps.
+    fn cancel(self: Box<Self>);
+    /// A step or piece of the job panicked (a bug): deliver a failure, free what can
+    /// be freed. By default it is delivered as a cancellation.
+    fn fail(self: Box<Self>) {
+        self.cancel()
+    }
+    /// Whether this job copies more than one chunk (a big file): at most the
+    /// governor's limit of these are read at once ([`crate::policy::contention`]).
+    fn is_large(&self) -> bool {
+        false
+    }
+    /// The keyed flow the job belongs to, if it is one of many requests that share
+    /// one place in the rotation (a read stream's blocks,
+    /// [`crate::scheduler::FairQueue::push_keyed`]).
+    fn flow(&self) -> Option<u64> {
+        None
+    }
+    /// The job's side of the waits the pool manages, if it may wait at all.
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        None
+    }
+}
+
+/// A job that may wait for what the pool hands out. Every method has the answer of
+/// a job that never waits, so each job says only what concerns it.
+pub trait Waits: Send {
+    /// Whether the job opens a file of its own, and so waits for an open-file slot
+    /// before it starts ([`crate::policy::admission`]).
+    fn opens_file(&self) -> bool {
+        false
+    }
+    /// Why the job cannot take its next step yet; asked (under the pool's lock, so it
+    /// must be quick) after each step that was not done.
+    fn wait(&self) -> Wait {
+        Wait::No
+    }
+    /// The bytes [`Wait::Bytes`] asked for are granted: the next step may allocate.
+    fn grant(&mut self) {}
+    /// The job waits for memory its caller lends ([`Wait::Memory`]): what asks the
+    /// caller for it, called with the size outside the pool's lock. The answer comes
+    /// through [`crate::pool::Pool::lend`]. `None`: nobody to ask, it gets no memory.
+    fn memory_asker(&mut self) -> Option<MemoryAsker> {
+        None
+    }
+    /// The memory [`Wait::Memory`] asked for, or `None` where the caller has none (the
+    /// job then allocates its own).
+    fn lend(&mut self, _memory: Option<Lent>) {}
+    /// The bytes were refused: close the job's own file, so that it waits for them
+    /// holding nothing. It asks again after its next step.
+    fn suspend(&mut self) {}
+    /// Opening met EMFILE/ENFILE for [`crate::pool::EMFILE_GIVE_UP_AFTER`] while the
+    /// pool held no file: the next step must report whatever its open gives, without
+    /// waiting again.
+    fn give_up(&mut self) {}
+    /// Hands the job its cancellation flag when it is submitted, for a step that may
+    /// wait for long to check now and then.
+    fn watch_cancel(&mut self, _cancelled: CancelFlag) {}
+}
+
+/// Why a read that is not done cannot take its next step yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// It may go on.
+    No,
+    /// A big read knows its size and needs that many bytes granted before it
+    /// allocates its buffer.
+    Bytes(u64),
+    /// Its open failed with EMFILE/ENFILE: it waits for a file to close, then tries
+    /// again.
+    FileClosed,
+    /// A big read, granted its bytes, waits for memory its caller lends
+    /// ([`crate::lent`]): it leaves the queue, keeping its slot and bytes, until the
+    /// caller answers ([`crate::pool::Pool::lend`]).
+    Memory(u64),
+    /// It reads a source that may block for any time (a FIFO waiting for a writer, a
+    /// device): it leaves the pool for a thread of its own, so that it stalls nobody,
+    /// and gives back what admission granted it.
+    OwnThread,
+}
+
+/// A job's cancellation flag, set by [`crate::pool::Pool::cancel`]; a job that may
+/// block for long watches it ([`Waits::watch_cancel`]).
+pub type CancelFlag = Arc<AtomicBool>;
+
+/// Asks a read's caller for memory to lend it ([`Waits::memory_asker`]).
+pub type MemoryAsker = Box<dyn FnOnce(u64) + Send>;
+
+/// The pool's questions to any job, answered as a job that never waits where it
+/// offers no [`Waits`].
+impl dyn Job {
+    pub(crate) fn opens_file(&mut self) -> bool {
+        self.waits().is_some_and(|w| w.opens_file())
+    }
+    pub(crate) fn wait(&mut self) -> Wait {
+        self.waits().map_or(Wait::No, |w| w.wait())
+    }
+    pub(crate) fn grant(&mut self) {
+        if let Some(w) = self.waits() {
+            w.grant()
+        }
+    }
+    pub(crate) fn memory_asker(&mut self) -> Option<MemoryAsker> {
+        self.waits().and_then(|w| w.memory_asker())
+    }
+    pub(crate) fn lend(&mut self, memory: Option<Lent>) {
+        if let Some(w) = self.waits() {
+            w.lend(memory)
+        }
+    }
+    pub(crate) fn suspend(&mut self) {
+        if let Some(w) = self.waits() {
+            w.suspend()
+        }
+    }
+    pub(crate) fn give_up(&mut self) {
+        if let Some(w) = self.waits() {
+            w.give_up()
+        }
+    }
+    pub(crate) fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        if let Some(w) = self.waits() {
+            w.watch_cancel(cancelled)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! A worker's loop: take the next request the fair queue offers, run one step or
+//! piece of it outside the lock, count it, and put it back or let it end.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use crate::job::Piece;
+use crate::loom::sync::atomic::Ordering;
+use crate::loom::sync::Arc;
+use crate::scheduler::{Flow, Turn};
+
+use super::big_reads::look_around;
+use super::finish::{deliver, finish_cancelled};
+use super::state::{lock, Entry, Shared};
+use super::waits::requeue;
+use super::IDLE_AFTER;
+
+/// A worker's life: take the next request, run one chunk, put it back.
+pub(super) fn worker(shared: Arc<Shared>) {
+    let mut state = lock(&shared);
+    let mut nice = 0;
+    loop {
+        if state.nice != nice {
+            nice = state.nice;
+            let _ = crate::sys::set_thread_nice(nice);
+        }
+        if let Some(entry) = state.cancel_later.pop() {
+            drop(state);
+            finish_cancelled(&shared, entry);
+            state = lock(&shared);
+            continue;
+        }
+        if state.shutdown || state.live_threads > state.target_threads {
+            state.live_threads -= 1;
+            return;
+        }
+        if state.retry_at.is_some() {
+            state.retry_due(Instant::now());
+        }
+        let Some(flow) = state.take() else {
+            state.idle += 1;
+            let timeout = state.retry_at.map_or(IDLE_AFTER, |at| at.saturating_duration_since(Instant::now()));
+            let (guard, wait) = shared.work_ready.wait_timeout(state, timeout).unwrap_or_else(|p| p.into_inner());
+            state = guard;
+            state.idle -= 1;
+            let idle = wait.timed_out() && state.queue.is_empty() && state.retry_at.is_none();
+            if let Some(hook) = state.hooks.idle.filter(|_| idle) {
+                drop(state);
+                hook();
+                state = lock(&shared);
+            }
+            continue;
+        };
+        shared.active.fetch_add(1, Ordering::Relaxed);
+        state.busy += 1;
+        let large = flow.item.job.is_large();
+        if large && state.large_busy == 0 && state.governor.is_adaptive() {
+            state.large_clock.start(Instant::now());
+        }
+        state.large_busy += large as usize;
+        // More waiting than this worker takes: wake one more, which does the same.
+        if !state.queue.is_empty() && state.idle > 0 {
+            shared.work_ready.notify_one();
+        }
+        // Split a request only for workers that would otherwise have nothing to do:
+        // with other requests waiting, each worker serving its own is as fast, and no
+        // request waits at its end for a piece another (preempted) worker is slow to
+        // finish.
+        let may_split = state.queue.is_empty() && state.busy < state.target_threads;
+        drop(state);
+        let after = run_one_step(&shared, flow, may_split);
+        state = lock(&shared);
+        state.busy -= 1;
+        state.large_busy -= large as usize;
+        if large && state.governor.is_adaptive() {
+            if state.large_busy == 0 {
+                state.large_clock.stop(Instant::now());
+            }
+            state = look_around(&shared, state);
+        }
+        if large && !state.queue.is_empty() && state.idle > 0 {
+            // A worker may be waiting for a large job's turn.
+            shared.work_ready.notify_one();
+        }
+        let admitted = match after {
+            After::Ended(turn, bytes) => {
+                state.queue.end(turn, bytes);
+                0
+            }
+            After::PutBack => 0,
+            After::Requeue(flow, bytes) => {
+                let (next, admitted) = requeue(&shared, state, flow, bytes);
+                state = next;
+                admitted
+            }
+        };
+        // Reads that a release let start: this worker takes one itself, and the
+        // others need waking.
+        if admitted > 1 && state.idle > 0 {
+            shared.work_ready.notify_all();
+        }
+    }
+}
+
+/// What became of a request after one step.
+pub(super) enum After {
+    /// It has more to do and was not put back yet.
+    Requeue(Flow<Entry>, usize),
+    /// It was delivered or cancelled (having given back what it held): its turn
+    /// ends, having read this many bytes.
+    Ended(Turn, usize),
+    /// It was put back in the queue already.
+    PutBack,
+}
+
+/// Runs one step (or, if `may_split`, a piece) of a checked-out request outside the
+/// lock.
+pub(super) fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> After {
+    if flow.item.cancelled.load(Ordering::Acquire) {
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        let (entry, turn) = flow.into_parts();
+        finish_cancelled(shared, entry);
+        return After::Ended(turn, 0);
+    }
+    if let Some(piece) = may_split.then(|| flow.item.job.split()).flatten() {
+        return run_piece(shared, flow, piece);
+    }
+    let stepped = step(shared, &mut flow.item);
+    let (entry, turn) = match stepped {
+        Stepped::More(bytes) => return After::Requeue(flow, bytes),
+        Stepped::Done(_) | Stepped::Panicked => flow.into_parts(),
+    };
+    let bytes = if let Stepped::Done(bytes) = stepped { bytes } else { 0 };
+    deliver(shared, entry, matches!(stepped, Stepped::Panicked));
+    After::Ended(turn, bytes)
+}
+
+/// How a step ended.
+pub(super) enum Stepped {
+    /// More to do; this many bytes were read.
+    More(usize),
+    /// The job has its outcome; the last step read this many bytes.
+    Done(usize),
+    /// The step panicked (a bug): the job must fail.
+    Panicked,
+}
+
+/// Runs one step of a checked-out job and counts it. A panic (a bug) is caught: it
+/// fails this request alone, the thread lives on, and the caller hears of it instead
+/// of waiting forever.
+pub(super) fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
+    let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
+        count_chunk(shared, 0, false);
+        return Stepped::Panicked;
+    };
+    // A step that read nothing and is not the last only opened the file (and waits
+    // for admission): it is not a chunk.
+    count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
+    if step.done {
+        Stepped::Done(step.bytes)
+    } else {
+        Stepped::More(step.bytes)
+    }
+}
+
+/// Puts the job back in the queue, charged the piece's bytes, so that the next
+/// worker can take the next piece, then runs the piece.
+pub(super) fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) -> After {
+    let mut state = lock(shared);
+    if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
+        drop(state);
+        // The piece goes first: releasing the job waits for its pieces.
+        drop(piece);
+        shared.active.fetch_sub(1, Ordering::Relaxed);
+        let (entry, turn) = flow.into_parts();
+        finish_cancelled(shared, entry);
+        return After::Ended(turn, 0);
+    }
+    state.queue.put_back(flow, piece.bytes);
+    state.split_waiting = true;
+    let wake = state.idle > 0;
+    drop(state);
+    if wake {
+        shared.work_ready.notify_one();
+    }
+    // A panicking piece counts as unread: dropping it unfinished fails its job.
+    let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
+    count_chunk(shared, bytes, true);
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(piece)));
+    After::PutBack
+}
+
+/// Counts a chunk (step or piece) that read `bytes` as done. Called before the
+/// result is delivered, so whoever sees a result never sees its chunk as active.
+pub(super) fn count_chunk(shared: &Shared, bytes: usize, chunk: bool) {
+    shared.active.fetch_sub(1, Ordering::Relaxed);
+    shared.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
+    shared.chunks_read.fetch_add(chunk as u64, Ordering::Relaxed);
+}
