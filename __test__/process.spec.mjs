@@ -54,7 +54,7 @@ test('4 worker_threads read at once, one terminated mid-read; the rest and the m
 
 test('worker_threads streaming big files, two terminated mid-stream; the rest carry on and read right', async (t) => {
   // Stream blocks after the first read into Buffers the worker lends: its teardown
-  // must wait for a block still writing into one (src/node.rs, LentBlocks).
+  // must wait for a block still writing into one (src/node/mod.rs, LentBlocks).
   const { path, data } = makeFile(24 * 1024 * 1024)
   const digest = crypto.createHash('sha256').update(data).digest('hex')
   const workers = Array.from({ length: 4 }, () => new Worker(workerScript, { workerData: { file: path, rounds: 4, stream: true } }))

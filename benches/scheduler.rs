@@ -22,9 +22,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use fairfs::jobs::read_file::{FilledOutcome, ReadFileJob};
 use fairfs::pool::DEFAULT_CHUNK_SIZE;
 use fairfs::read::pooled_only;
-use fairfs::request::{FilledOutcome, ReadFileJob};
 use fairfs::{read_blocking, Job, Outcome, Pool, ReadLimits, Source};
 
 const KIB: usize = 1024;

@@ -239,7 +239,7 @@ function readStringPaths(list, options, settleAll, resolve, reject) {
     if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
     const results = new Array(others.length)
     for (let i = 0; i < others.length; i++) {
-      // Small results are views of shared slabs (see src/pack.rs); others[i] holds the rest.
+      // Small results are views of shared slabs (see src/jobs/pack.rs); others[i] holds the rest.
       const slab = spans[3 * i]
       const outcome = slab < 0 ? others[i] : slabs[slab].subarray(spans[3 * i + 1], spans[3 * i + 1] + spans[3 * i + 2])
       const [err, value] = interpret(outcome, encoding, undefined, list[i])
@@ -278,7 +278,7 @@ let fastPath = true
  * size (a pipe, FIFO, device), which may never end; `largeLimit` (0..1024) caps how many
  * files over one chunk are read at once (0: the default, the pool's threads); below the
  * cap the limit adapts on Linux: every thread while nothing else wants the CPU, fewer
- * while other threads, other processes or a crowded event loop do (src/contention.rs),
+ * while other threads, other processes or a crowded event loop do (src/policy/contention.rs),
  * and elsewhere it is the machine's cores minus one; `fastPath` (default
  * true) lets small, fully cached files be read on the calling thread without blocking
  * (Linux 5.12+); `maxOpenFiles` (1..2^20, default a quarter of RLIMIT_NOFILE, at most

@@ -15,7 +15,7 @@ censusLibuvThreads()
 /**
  * Lets the pool's contention governor tell libuv's threads (zlib, crypto, node:fs)
  * from V8's: libuv before 1.50 (Node 20) leaves them unnamed, so one job per thread is
- * queued on libuv's pool, each noting the thread it runs on (src/host_threads.rs). The
+ * queued on libuv's pool, each noting the thread it runs on (src/policy/host_threads.rs). The
  * jobs wait for each other for at most 20 ms, once per process; newer libuv names its
  * threads and needs none.
  */

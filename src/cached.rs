@@ -122,7 +122,7 @@ fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
 /// `None`, with nothing opened, for anything else.
 ///
 /// It looks with `O_PATH` first, which opens nothing: a FIFO or a device is left to
-/// the pool's open (`chunk::OpenJob`), which knows how to wait for them, and no FIFO's
+/// the pool's open ([`crate::jobs::stream::OpenJob`]), which knows how to wait for them, and no FIFO's
 /// writer is ever woken by an open we then close. Should the path change between the
 /// look and the open into something not regular, that fd is handed over as the pool's
 /// open would hand it (blocking again), and reads find out what it is.

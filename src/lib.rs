@@ -12,28 +12,26 @@
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`external_memory`]: what the JS engine is told of pooled memory JS holds;
 //! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
-//! * [`pack`]: the small results of a batch packed into shared slabs;
+//! * [`jobs`]: the work the pool runs: whole-file reads, a stream's open, block and
+//!   close, `readFiles` batches (small results packed into shared slabs);
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
 //! * `sys`: the OS calls, through libc on unix and std on Windows.
 //!
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
-pub mod batch;
 pub mod buffer_pool;
 pub mod cached;
-pub mod chunk;
 pub mod error;
 pub mod external_memory;
 pub mod job;
+pub mod jobs;
 pub mod lent;
 mod loom;
-pub mod pack;
 pub mod parts;
 pub mod policy;
 pub mod pool;
 pub mod read;
-pub mod request;
 pub mod scheduler;
 mod sys;
 
@@ -43,10 +41,11 @@ mod node;
 pub use buffer_pool::BufferPool;
 pub use error::{FsError, ReadError, Syscall};
 pub use job::{Job, Piece, Step};
+pub use jobs::once::OnceJob;
+pub use jobs::read_file::{read_blocking, submit_read, Outcome};
 #[cfg(not(fairfs_loom))]
 pub use pool::global;
 pub use pool::{Pool, Stats, Ticket};
 pub use read::{FileRead, Progress, ReadLimits, Source};
-pub use request::{read_blocking, submit_read, OnceJob, Outcome};
 /// A file descriptor as Node hands them out (a C runtime fd on Windows).
 pub use sys::Fd;

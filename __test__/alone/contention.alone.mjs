@@ -1,4 +1,4 @@
-// The contention governor (src/contention.rs) at work. Run by `npm test` after the
+// The contention governor (src/policy/contention.rs) at work. Run by `npm test` after the
 // unit suite, one file at a time (ava.alone.config.mjs): what it measures is whether
 // anything else uses the CPU, so nothing else of the suite may run meanwhile.
 import os from 'node:os'

@@ -78,7 +78,7 @@ export function ratioSvg(results, subtitle) {
 function describePool(s) {
   if (s.backend !== 'native') return `${s.backend} backend (node:fs)`
   const limit = s.largeLimitAdaptive
-    ? `big-read limit adaptive up to ${s.largeLimitMax} (src/contention.rs; ${s.libuvThreads} libuv threads watched)`
+    ? `big-read limit adaptive up to ${s.largeLimitMax} (src/policy/contention.rs; ${s.libuvThreads} libuv threads watched)`
     : `big-read limit fixed at ${s.largeLimit}`
   return `${s.threads} threads, ${s.chunkSize / 1024} KiB chunks, ${limit}, nice ${s.nice}`
 }

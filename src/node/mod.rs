@@ -35,18 +35,19 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
-use crate::batch::{BatchDone, BatchSlots};
 use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
-use crate::chunk::{self, BlockJob, OpenJob, OpenedFd};
 use crate::error::ReadError;
 use crate::external_memory::Ledger;
 use crate::job::Job;
+use crate::jobs::batch::{BatchDone, BatchSlots};
+use crate::jobs::once::OnceJob;
+use crate::jobs::pack::Packed;
+use crate::jobs::read_file::{FilledOutcome, MemoryAsker, ReadFileJob};
+use crate::jobs::stream::{self, BlockJob, OpenJob, OpenedFd};
 use crate::lent::{Filled, Lent};
-use crate::pack::Packed;
 use crate::pool::{global, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
-use crate::request::{FilledOutcome, MemoryAsker, OnceJob, ReadFileJob};
 use results::*;
 use views::{ViewedBytes, Views};
 
@@ -270,7 +271,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
             global().end_flow(flow);
         }
         for &fd in &st.fds {
-            let _ = chunk::close(fd);
+            let _ = stream::close(fd);
         }
         // Its Buffers are freed after this: wait for a read still writing into one
         // (one step, at most a chunk: only sized regular files are lent memory).
@@ -546,7 +547,7 @@ pub fn read_cached_into(fd: i32, position: f64, mut buffer: BufferSlice) -> Opti
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {
     state(&env)?.fds.remove(&fd);
     let id = submit(&env, |deliver| {
-        let work = move || (chunk::close(fd), 0);
+        let work = move || (stream::close(fd), 0);
         Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Closed))))
     })?;
     state(&env)?.closing.insert(id as u64);

@@ -2,7 +2,7 @@
 //!
 //! Pool threads fill in each file's outcome in any order; a small result is packed
 //! into a slab as it arrives, so its read buffer goes back to the buffer pool at once
-//! ([`crate::pack`]); and whoever fills in the last outcome hands the whole batch, in
+//! ([`crate::jobs::pack`]); and whoever fills in the last outcome hands the whole batch, in
 //! order, to its completion.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::ReadError;
-use crate::pack::{Packed, Packer};
+use crate::jobs::pack::{Packed, Packer};
 
 /// One file's outcome in a finished batch: where its bytes are, or its error.
 pub type Outcome = Result<Packed, ReadError>;
@@ -65,7 +65,7 @@ impl BatchSlots {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::MAX_PACKED;
+    use crate::jobs::pack::MAX_PACKED;
     use std::sync::{mpsc, Arc};
 
     type Finished = (Vec<PooledBytes>, Vec<Outcome>);

@@ -1,0 +1,13 @@
+//! The work the pool runs, one [`crate::job::Job`] per kind of request:
+//!
+//! * [`read_file`]: a whole-file read (`readFile`, each file of `readFiles`);
+//! * [`stream`]: a read stream's open, block and close;
+//! * [`batch`] and [`pack`]: a `readFiles` batch, heard about once, its small results
+//!   packed into shared slabs;
+//! * [`once`]: one step of other work.
+
+pub mod batch;
+pub mod once;
+pub mod pack;
+pub mod read_file;
+pub mod stream;
