@@ -84,7 +84,7 @@ export interface ConfigureOptions {
   threads?: number
   /** Bytes per chunk and DRR quantum, 4 KiB..64 MiB (default 512 KiB). */
   chunkSize?: number
-  /** Cap on memory the buffer pool keeps (default 64 MiB). More lets V8 collect less
+  /** Cap on memory the buffer pool keeps, 0..2^53-1 (default 64 MiB). More lets V8 collect less
    *  often when many big reads overlap, for more memory. */
   maxPooledBytes?: number
   /** Default read-ahead of streams, 1..64 (default 4). */
@@ -92,20 +92,20 @@ export interface ConfigureOptions {
   /** Nice value of pool threads, -20..19 (default 5; Linux). */
   nice?: number
   /** The most files over one chunk read at once, 0..1024; 0 = the default, the pool's threads.
-   *  Below it the limit adapts: every thread while nothing else wants the CPU, fewer while something does (Linux). */
+   *  Below it the limit adapts: every thread while nothing else wants the CPU, fewer while something does (Linux; elsewhere the cores minus one). */
   largeLimit?: number
-  /** Largest result on this thread, up to buffer.constants.MAX_LENGTH (the default). */
+  /** Largest result on this thread, 0..buffer.constants.MAX_LENGTH (the default); ERR_FS_FILE_TOO_LARGE past it. */
   maxLength?: number
-  /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread (default 2 GiB - 1, every Node line). */
+  /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread, 0..MAX_LENGTH (default 2 GiB - 1, every Node line). */
   maxUnsizedLength?: number
   /**
    * Read small, fully cached files on the calling thread without blocking, and open a stream's
-   * cached regular file and read its first block (up to 64 KiB) there too (default true).
+   * cached regular file and read its first block (up to 64 KiB) there too (default true; Linux 5.12+).
    */
   fastPath?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
   maxOpenFiles?: number
-  /** Bytes of big files' result buffers in flight (default 64 MiB); more wait, but one bigger file still goes alone. */
+  /** Bytes of big files' result buffers in flight, 0..2^53-1 (default 64 MiB); more wait, but one bigger file still goes alone. */
   maxBytesInFlight?: number
 }
 

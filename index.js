@@ -10,19 +10,13 @@ const { choose } = require('./lib/backend')
 const { backend, nativeError } = choose()
 const api = backend === 'native' ? require('./lib/native-api') : require('./lib/fallback')
 
+const names = require('./lib/exports')
+
 module.exports = {
   /** 'native' (fairfs's pool) or 'node' (node:fs, where the addon did not load or FAIRFS_BACKEND=node). */
   backend,
   /** Why the addon did not load (the backend is then 'node'), or null. */
   nativeError,
-  readFile: api.readFile,
-  readFiles: api.readFiles,
-  promises: api.promises,
-  createReadStream: api.createReadStream,
-  ReadStream: api.ReadStream,
-  configure: api.configure,
-  stats: api.stats,
-  install: api.install,
-  uninstall: api.uninstall,
-  isInstalled: api.isInstalled,
 }
+// The API itself, index.d.ts has each one's type and documentation.
+for (const name of names) module.exports[name] = api[name]

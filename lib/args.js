@@ -4,7 +4,7 @@
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
 const { constants: { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND, O_EXCL, O_SYNC } } = require('node:fs')
-const { invalidArgType, invalidArgValue } = require('./errors')
+const { invalidArgType, invalidArgValue, outOfRange } = require('./errors')
 
 const kDefaults = Object.freeze({ flag: 'r' })
 
@@ -83,4 +83,24 @@ function isFileHandle(value) {
   return value !== null && typeof value === 'object' && value.constructor?.name === 'FileHandle' && typeof value.fd === 'number'
 }
 
-module.exports = { getOptions, stringToFlags, validatePath, isInt32, isFileHandle }
+/** node:fs's copyObject: own and inherited enumerable options. */
+function copyOptions(source) {
+  const copy = {}
+  for (const key in source) copy[key] = source[key]
+  return copy
+}
+
+/** node:fs's validateInteger. */
+function validateInteger(value, name, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
+  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
+  if (!Number.isInteger(value)) throw outOfRange(name, 'an integer', value)
+  if (value < min || value > max) throw outOfRange(name, `>= ${min} && <= ${max}`, value)
+}
+
+/** node:fs's getValidatedFd for the `fd` option: a number (FileHandles are handled apart). */
+function validateFd(fd) {
+  if (typeof fd !== 'number') throw invalidArgType('options.fd', 'of type number or an instance of FileHandle', fd)
+  validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
+}
+
+module.exports = { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, isInt32, isFileHandle }

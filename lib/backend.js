@@ -10,15 +10,12 @@
 // require(). Any other value is an error at require() too: a misspelt setting must
 // not quietly become another one. Case and surrounding spaces do not matter.
 
+const { withCode } = require('./errors')
+
 const kValues = ['auto', 'native', 'node']
 
 /** Set on `process` once the fallback warning is out, shared by every copy of fairfs loaded. */
 const kWarned = Symbol.for('fairfs.nativeUnavailableWarning')
-
-function withCode(err, code) {
-  err.code = code
-  return err
-}
 
 /** The requested backend, from FAIRFS_BACKEND. */
 function requested() {

@@ -142,4 +142,4 @@ function internalError(path) {
   return withCode(new Error(`fairfs: a pool thread panicked while reading${where}; only this read failed (a bug in fairfs, see stderr)`), 'ERR_FAIRFS_INTERNAL')
 }
 
-module.exports = { internalError, methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }
+module.exports = { withCode, internalError, methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }

@@ -8,15 +8,13 @@
 const fs = require('node:fs')
 const { getOptions, isInt32 } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
-const { validateConfigure } = require('./configure')
+const { validateConfigure, kIoMaxLength } = require('./settings')
 
 // node:fs as it was when fairfs loaded, so that code patching node:fs later (with
 // fairfs's functions, say) cannot send our calls back to us.
 const { readFile: fsReadFile, createReadStream: fsCreateReadStream, ReadStream } = fs
 const { readFile: fsPromisesReadFile } = fs.promises
 
-/** node:fs's own limit on a readFile result (kIoMaxLength); it applies on this backend. */
-const kNodeMaxLength = 2 ** 31 - 1
 
 /**
  * readFiles keeps at most this many reads in flight. Each holds an fd from open to
@@ -145,7 +143,7 @@ function configure(options) {
 
 /** `backend: 'node'`, the largest result node:fs reads, and what configure() recorded. */
 function stats() {
-  return { backend: 'node', maxLength: kNodeMaxLength, configured: { ...configured } }
+  return { backend: 'node', maxLength: kIoMaxLength, configured: { ...configured } }
 }
 
 /**
@@ -156,10 +154,10 @@ function stats() {
 function createReadStream(path, options) {
   const stream = fsCreateReadStream(path, options)
   const hwm = stream.readableHighWaterMark
-  if (hwm > kNodeMaxLength) {
+  if (hwm > kIoMaxLength) {
     // Own property: node's Readable calls this._read(); the open still runs and is closed by destroy.
     stream._read = function () {
-      this.destroy(outOfRange('options.highWaterMark', `>= 0 && <= ${kNodeMaxLength}`, hwm))
+      this.destroy(outOfRange('options.highWaterMark', `>= 0 && <= ${kIoMaxLength}`, hwm))
     }
   }
   return stream

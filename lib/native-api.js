@@ -10,11 +10,11 @@
 const { Buffer } = require('node:buffer')
 const { types: { isProxy } } = require('node:util')
 const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
-const { binding: native, track, nativeError, setMaxLength, getMaxLength, setMaxUnsizedLength, getMaxUnsizedLength } = require('./native')
+const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
-const { validateConfigure } = require('./configure')
-const { ReadStream, createReadStream, setReadAhead, getReadAhead, setStreamFastPath } = require('./read-stream')
+const { validateConfigure, current, kFastPathMax } = require('./settings')
+const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
 
 /**
@@ -135,7 +135,7 @@ function start(path, options, done, allowFd) {
     const flags = stringToFlags(options.flag)
     const { native: nativePath, display } = validatePath(path)
     req.path = display
-    if (fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
+    if (current.fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
       const data = native.readCached(nativePath, flags, kFastPathMax, textWanted(encoding))
       if (typeof data === 'number') {
         // A FIFO or device it opened: the pool reads that fd (request `data`).
@@ -263,39 +263,18 @@ const promises = {
   },
 }
 
-/** Files up to this size may be read on the calling thread when fully cached. */
-const kFastPathMax = 64 * 1024
-let fastPath = true
-
 /**
- * Changes the pool: `threads` (1..1024) resizes it at once; `chunkSize` (4 KiB..64 MiB)
- * applies to reads started afterwards; `maxPooledBytes` (0..2^53-1) caps the memory
- * the buffer pool keeps; `readAhead` (1..64) is the default number of chunks a read
- * stream reads ahead; `nice` (-20..19, default 5) is the pool threads' CPU priority
- * (Linux); `maxLength` (0..buffer.constants.MAX_LENGTH, per thread) caps a result, past
- * which reads fail with ERR_FS_FILE_TOO_LARGE; `maxUnsizedLength` (0..MAX_LENGTH, per
- * thread, default 2 GiB - 1 on every Node line) caps a result from a source of unknown
- * size (a pipe, FIFO, device), which may never end; `largeLimit` (0..1024) caps how many
- * files over one chunk are read at once (0: the default, the pool's threads); below the
- * cap the limit adapts on Linux: every thread while nothing else wants the CPU, fewer
- * while other threads, other processes or a crowded event loop do (src/policy/contention.rs),
- * and elsewhere it is the machine's cores minus one; `fastPath` (default
- * true) lets small, fully cached files be read on the calling thread without blocking
- * (Linux 5.12+); `maxOpenFiles` (1..2^20, default a quarter of RLIMIT_NOFILE, at most
- * 1024) and `maxBytesInFlight` (default 64 MiB) are admission's limits: reads beyond
- * them wait, holding no fd and no memory (see CONTRIBUTING.md, "What the tests check").
- * Invalid values throw and change nothing.
+ * Changes the pool and this thread's settings; index.d.ts (`ConfigureOptions`) says
+ * what each option does and its range. Invalid values throw and change nothing.
  */
 function configure(options) {
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath: fast, maxOpenFiles, maxBytesInFlight } =
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } =
     validateConfigure(options)
   native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight)
-  if (readAhead !== undefined) setReadAhead(readAhead)
-  if (maxLength !== undefined) setMaxLength(maxLength)
-  if (maxUnsizedLength !== undefined) setMaxUnsizedLength(maxUnsizedLength)
-  if (fast !== undefined) {
-    fastPath = fast
-    setStreamFastPath(fast)
+  if (maxLength !== undefined) native.setMaxLength(maxLength)
+  if (maxUnsizedLength !== undefined) native.setMaxUnsizedLength(maxUnsizedLength)
+  for (const [key, value] of Object.entries({ readAhead, maxLength, maxUnsizedLength, fastPath })) {
+    if (value !== undefined) current[key] = value
   }
 }
 
@@ -304,7 +283,8 @@ function configure(options) {
  * (`NativeStats`) says what each field counts.
  */
 function stats() {
-  return { backend: 'native', ...native.stats(), readAhead: getReadAhead(), maxLength: getMaxLength(), maxUnsizedLength: getMaxUnsizedLength(), fastPath }
+  const { readAhead, maxLength, maxUnsizedLength, fastPath } = current
+  return { backend: 'native', ...native.stats(), readAhead, maxLength, maxUnsizedLength, fastPath }
 }
 
 /**

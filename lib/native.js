@@ -62,28 +62,4 @@ function nativeError(result, path) {
   return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path)
 }
 
-/** The largest result reads may produce on this thread; ERR_FS_FILE_TOO_LARGE past it. */
-let maxLength = MAX_LENGTH
-
-function setMaxLength(n) {
-  binding.setMaxLength(n)
-  maxLength = n
-}
-
-function getMaxLength() {
-  return maxLength
-}
-
-/** The largest result from a source of unknown size (a pipe, FIFO, device), on this thread. */
-let maxUnsizedLength = 2 ** 31 - 1
-
-function setMaxUnsizedLength(n) {
-  binding.setMaxUnsizedLength(n)
-  maxUnsizedLength = n
-}
-
-function getMaxUnsizedLength() {
-  return maxUnsizedLength
-}
-
-module.exports = { binding, track, nativeError, setMaxLength, getMaxLength, setMaxUnsizedLength, getMaxUnsizedLength }
+module.exports = { binding, track, nativeError }

@@ -15,92 +15,17 @@ const { binding, track, nativeError } = require('./native')
 const { createReadStream: nodeCreateReadStream, ReadStream: NodeReadStream } = require('node:fs')
 /** node's own ReadStream.prototype.open: any other means a caller patched it (DEP0135). */
 const nodeOpen = NodeReadStream.prototype.open
-const { getOptions, stringToFlags, validatePath, isFileHandle } = require('./args')
+const { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, isFileHandle } = require('./args')
 const { hold } = require('./filehandle')
-const { invalidArgType, outOfRange } = require('./errors')
+const { outOfRange } = require('./errors')
+const { current: settings, kIoMaxLength, kFastPathMax } = require('./settings')
+const { replaced, replacedRead, readThrough, openPatched } = require('./replaced-fs')
+const { openCached, readCached } = require('./stream-fast-path')
 const turns = require('./turns')
 
-// node:fs's streams call fs.open, fs.read and fs.close through the module (and a
-// FileHandle's read() through the handle) at each operation, so callers replace them
-// to count or fail a stream's operations, as Node's own tests do. A fairfs stream
-// calls a replacement too, in place of the pool, for the operations replaced.
-const fsModule = require('node:fs')
-/** fs's functions as they were when fairfs loaded. */
-const fsAtLoad = { open: fsModule.open, read: fsModule.read, close: fsModule.close }
+/** node:fs's default highWaterMark for file streams. */
+const kDefaultHighWaterMark = 64 * 1024
 
-/** fs[name] if a caller replaced it since fairfs loaded, else null. */
-function replaced(name) {
-  const fn = fsModule[name]
-  return fn !== fsAtLoad[name] && typeof fn === 'function' ? fn : null
-}
-
-/**
- * The first `n` bytes of `buf`, which a read filled, in memory of their own: a chunk's
- * ArrayBuffer holds nothing but the chunk, as node:fs's do, so a consumer that
- * transfers it takes nothing else with it.
- */
-function filled(buf, n) {
-  if (n === buf.length) return buf
-  const own = Buffer.allocUnsafeSlow(n)
-  buf.copy(own, 0, 0, n)
-  return own
-}
-
-/** Copies of `bytes` cut into chunks of at most `piece` bytes, each in memory of its own. */
-function cut(bytes, piece) {
-  const chunks = []
-  for (let at = 0; at < bytes.length; at += piece) {
-    const chunk = Buffer.allocUnsafeSlow(Math.min(piece, bytes.length - at))
-    bytes.copy(chunk, 0, at, at + chunk.length)
-    chunks.push(chunk)
-  }
-  return chunks
-}
-
-/** A stream's open on this thread (see setStreamFastPath): the fd, or null. */
-function openCached(nativePath, flags) {
-  try {
-    return binding.openCached(nativePath, flags)
-  } catch {
-    return null // a path the pool's open reports as an error
-  }
-}
-
-/** Where the fast path reads a block before it is cut into chunks of their own. */
-let scratch = null
-
-/**
- * A block read on this thread if the page cache holds it: its chunks of at most
- * `piece` bytes, or null.
- */
-function readCached(fd, position, size, piece) {
-  scratch ??= Buffer.allocUnsafeSlow(kFastReadMax)
-  const n = binding.readCachedInto(fd, position, scratch.subarray(0, size))
-  if (n === null) return null
-  return n === 0 ? [] : cut(scratch.subarray(0, n), piece)
-}
-
-/** node:fs's copyObject: own and inherited enumerable options. */
-function copyOptions(source) {
-  const copy = {}
-  for (const key in source) copy[key] = source[key]
-  return copy
-}
-
-let defaultReadAhead = 4
-
-// The fast path for streams (configure({ fastPath })): a regular file whose lookup is
-// cached is opened on the JS thread, and a first block of up to kFastReadMax bytes that
-// is in the page cache is read there, neither of which can wait for the disk
-// (src/cached.rs). A small file's stream then needs no trip through the pool: under
-// load each trip took 1-2 ms (a worker to wake, then the event loop), more than all of
-// a small file's syscalls. Outcomes still arrive as macrotasks, as the pool's do.
-let fastPath = true
-const kFastReadMax = 64 * 1024
-
-function setStreamFastPath(on) {
-  fastPath = on
-}
 // A positioned read fetches up to kBlockChunks highWaterMark chunks at once, within
 // [kMinBlock, kMaxBlock] bytes. A kept chunk keeps its whole block alive, so the
 // block stays small relative to the chunks.
@@ -108,31 +33,10 @@ const kBlockChunks = 16
 const kMinBlock = 64 * 1024
 const kMaxBlock = 1024 * 1024
 
-function setReadAhead(n) {
-  defaultReadAhead = n
-}
-
-function getReadAhead() {
-  return defaultReadAhead
-}
-
-/** node:fs's validateInteger. */
-function validateInteger(value, name, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
-  if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
-  if (!Number.isInteger(value)) throw outOfRange(name, 'an integer', value)
-  if (value < min || value > max) throw outOfRange(name, `>= ${min} && <= ${max}`, value)
-}
-
-/**
- * The most bytes one read may ask for (libuv's and node's kIoMaxLength). node:fs's own
- * streams hang or read a wrapped-around length past it; a fairfs stream fails instead.
- */
-const kIoMaxLength = 2 ** 31 - 1
-
-/** node:fs's getValidatedFd for the `fd` option: a number (FileHandles are handled apart). */
-function validateFd(fd) {
-  if (typeof fd !== 'number') throw invalidArgType('options.fd', 'of type number or an instance of FileHandle', fd)
-  validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
+/** Bytes per positioned read for chunks of `hwm` bytes: a whole number of chunks. */
+function blockSize(hwm) {
+  if (hwm === 0) return 0
+  return hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
 }
 
 /**
@@ -192,7 +96,7 @@ class ReadStream extends Readable {
     }
     // Inherited options count, as node:fs copies them with a for-in loop.
     options = copyOptions(getOptions(options))
-    if (options.highWaterMark === undefined) options.highWaterMark = 64 * 1024
+    if (options.highWaterMark === undefined) options.highWaterMark = kDefaultHighWaterMark
     if (options.autoDestroy === undefined) options.autoDestroy = options.autoClose === undefined ? true : options.autoClose
     // Validate before Readable's constructor schedules _construct.
     let nativePath = null
@@ -209,7 +113,7 @@ class ReadStream extends Readable {
       validateInteger(end, 'end', 0)
       if (start !== undefined && start > end) throw outOfRange('start', `<= "end" (here: ${end})`, start)
     }
-    const readAhead = options.readAhead ?? defaultReadAhead
+    const readAhead = options.readAhead ?? settings.readAhead
     validateInteger(readAhead, 'options.readAhead', 1, 64)
     super(options)
     this._nativePath = nativePath
@@ -228,8 +132,7 @@ class ReadStream extends Readable {
     this.pos = start
     this.bytesRead = 0
     this.#readAhead = readAhead
-    const hwm = this.readableHighWaterMark
-    this.#blockSize = hwm === 0 ? 0 : hwm * Math.max(1, Math.floor(Math.min(kMaxBlock, Math.max(kMinBlock, hwm * kBlockChunks)) / hwm))
+    this.#blockSize = blockSize(this.readableHighWaterMark)
     this.#implicitPosition = start === undefined && this.fd === null
     this.#positional = start !== undefined || this.#implicitPosition
     this.#nextPos = start ?? 0
@@ -267,7 +170,7 @@ class ReadStream extends Readable {
   _construct(callback) {
     // Destroyed already (a signal aborted before the start): nothing to open.
     if (typeof this.fd === 'number' || this.destroyed) return callback()
-    if (this.open !== nodeOpen) return this.#openPatched(callback)
+    if (this.open !== nodeOpen) return openPatched(this, callback)
     const open = replaced('open')
     if (open) {
       return open(this.path, this.flags, this.mode, (err, fd) => {
@@ -279,7 +182,7 @@ class ReadStream extends Readable {
       })
     }
     const flags = stringToFlags(this.flags)
-    const fd = fastPath ? openCached(this._nativePath.native, flags) : null
+    const fd = settings.fastPath ? openCached(this._nativePath.native, flags) : null
     if (fd !== null) {
       this.#ownFd = true
       setImmediate(() => {
@@ -312,26 +215,6 @@ class ReadStream extends Readable {
       this.emit('open', this.fd)
       this.emit('ready')
     })
-  }
-
-  /**
-   * A caller replaced ReadStream.prototype.open (deprecated, DEP0135, but still honoured
-   * by node:fs): call it, and take its 'open' (with this.fd set) or 'error' event as the
-   * end of construction, as node:fs does.
-   */
-  #openPatched(callback) {
-    const emit = this.emit
-    this.emit = function (name, ...args) {
-      if (name === 'open') {
-        this.emit = emit
-        callback()
-      } else if (name === 'error') {
-        this.emit = emit
-        return callback(args[0])
-      }
-      return Reflect.apply(emit, this, [name, ...args])
-    }
-    this.open()
   }
 
   _read() {
@@ -376,19 +259,19 @@ class ReadStream extends Readable {
   #pump() {
     if (this.destroyed || this.#ended) return
     // A replaced read is called as node:fs calls it: one highWaterMark at a time.
-    const replacedRead = this.#replacedRead()
-    const limit = this.#positional && !replacedRead ? this.#readAhead : 1
+    const theirRead = replacedRead(this)
+    const limit = this.#positional && !theirRead ? this.#readAhead : 1
     // Blocks that finished out of order and wait for their turn count too.
     while (this.#wantMore && !this.#noMore && this.#live + this.#ready.size < limit) {
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
-      const block = this.#positional && !replacedRead ? this.#blockSize : this.readableHighWaterMark
+      const block = this.#positional && !theirRead ? this.#blockSize : this.readableHighWaterMark
       const size = Math.min(block, remaining)
       if (size <= 0) {
         this.#noMore = true
         break
       }
-      this.#issue(size, replacedRead)
+      this.#issue(size, theirRead)
     }
     if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
       this.#ended = true
@@ -397,30 +280,14 @@ class ReadStream extends Readable {
     }
   }
 
-  /**
-   * The read a caller put in place of node's (a FileHandle's own `read`, or fs.read),
-   * as `(buffer, length, position, callback(err, bytesRead))`; null if none.
-   */
-  #replacedRead() {
-    const handle = this._handle
-    if (handle) {
-      if (!Object.hasOwn(handle, 'read')) return null
-      return (buf, length, position, cb) => {
-        handle.read(buf, 0, length, position).then((r) => cb(null, r.bytesRead), cb)
-      }
-    }
-    const read = replaced('read')
-    return read && ((buf, length, position, cb) => read(this.fd, buf, 0, length, position, cb))
-  }
-
-  #issue(size, replacedRead) {
+  #issue(size, theirRead) {
     const seq = this.#seqNext++
     const gen = this.#gen
     const position = this.#positional ? this.#nextPos : -1
     if (this.#positional) this.#nextPos += size
     this.#live++
     // A FileHandle's close() waits for this read, as for node's own (lib/filehandle.js).
-    const release = this._handle && !replacedRead ? hold(this._handle) : null
+    const release = this._handle && !theirRead ? hold(this._handle) : null
     let id
     let cached = null
     const done = (result) => {
@@ -437,15 +304,14 @@ class ReadStream extends Readable {
       this.#drain()
       this.#pump()
     }
-    if (replacedRead) {
+    if (theirRead) {
       // Counted with the pool's requests in flight, so that close waits for it too.
       id = {}
       this.#ids.add(id)
-      const buf = Buffer.allocUnsafeSlow(size)
-      replacedRead(buf, size, position < 0 ? null : position, (err, n) => done(err ?? (n === 0 ? [] : [filled(buf, n)])))
-    } else if (seq === 0 && position >= 0 && size <= kFastReadMax && fastPath && !this._handle &&
+      readThrough(theirRead, size, position, done)
+    } else if (seq === 0 && position >= 0 && size <= kFastPathMax && settings.fastPath && !this._handle &&
       (cached = readCached(this.fd, position, size, this.readableHighWaterMark)) !== null) {
-      // In the page cache: read here (see setStreamFastPath), delivered as a macrotask.
+      // In the page cache: read here (lib/stream-fast-path.js), delivered as a macrotask.
       id = {}
       this.#ids.add(id)
       setImmediate(done, cached)
@@ -615,4 +481,4 @@ function createReadStream(path, options) {
   return new ReadStream(path, options)
 }
 
-module.exports = { ReadStream, createReadStream, setReadAhead, getReadAhead, setStreamFastPath }
+module.exports = { ReadStream, createReadStream }

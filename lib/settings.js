@@ -1,9 +1,34 @@
 'use strict'
-// configure()'s argument checks, shared by both backends so that a bad value gets
-// the same error whichever backend runs.
+// The settings configure() sets and stats() reports, in one place: the checks both
+// backends share (so that a bad value gets the same error whichever runs), the limits
+// node:fs itself fixes, and the values the JS side keeps for this thread. index.d.ts
+// (ConfigureOptions, NativeStats) says what each option does; docs/tuning.md why each
+// default has its value.
 
 const { constants: { MAX_LENGTH } } = require('node:buffer')
 const { invalidArgType, outOfRange } = require('./errors')
+
+/**
+ * node:fs's kIoMaxLength (2 GiB - 1): the most one read may ask for, node:fs's own
+ * bound on a readFile result, and fairfs's default bound on a source of unknown size
+ * (the addon's DEFAULT_MAX_UNSIZED_LENGTH, src/read.rs, is the same).
+ */
+const kIoMaxLength = 2 ** 31 - 1
+
+/** A file, or a stream's first block, up to this size may be read on the calling thread when fully cached. */
+const kFastPathMax = 64 * 1024
+
+/** What the JS side of this thread uses now; configure() changes it, stats() reports it. */
+const current = {
+  /** Blocks a read stream reads ahead unless its options say otherwise. */
+  readAhead: 4,
+  /** Small cached files are read on the calling thread (src/cached.rs). */
+  fastPath: true,
+  /** The largest result; ERR_FS_FILE_TOO_LARGE past it. */
+  maxLength: MAX_LENGTH,
+  /** The largest result from a source of unknown size (a pipe, FIFO, device). */
+  maxUnsizedLength: kIoMaxLength,
+}
 
 const kMaxChunkSize = 64 * 1024 * 1024
 const kMaxThreads = 1024
@@ -39,4 +64,4 @@ function validateConfigure(options = {}) {
   return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight }
 }
 
-module.exports = { validateConfigure }
+module.exports = { validateConfigure, current, kIoMaxLength, kFastPathMax }

@@ -1,0 +1,18 @@
+'use strict'
+// fairfs's API, named once. index.js exports these from the backend it chose (with
+// `backend` and `nativeError`), and each backend provides exactly these. ESM needs
+// its names written out, so index.mjs lists them again; __test__/exports.spec.mjs
+// checks that every entry point and both backends match this list.
+
+module.exports = Object.freeze([
+  'readFile',
+  'readFiles',
+  'promises',
+  'createReadStream',
+  'ReadStream',
+  'configure',
+  'stats',
+  'install',
+  'uninstall',
+  'isInstalled',
+])
