@@ -35,6 +35,14 @@ use crate::sys::{self, Fd};
 /// and Node aborts on lengths of 2^31 or more.
 pub const MAX_READ_SYSCALL: usize = (1 << 31) - 4096;
 
+/// Bytes per read of a file of known size: node:fs's `readFile` chunk
+/// (`kReadFileBufferLength`). The pool's default chunk and DRR quantum too.
+pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+
+/// Bytes per read of a source of unknown size: node:fs's
+/// (`kReadFileUnknownBufferLength`).
+pub const UNSIZED_CHUNK_SIZE: usize = 64 * 1024;
+
 /// Default bound on a source of unknown size: node:fs's own limit on a result
 /// (`kIoMaxLength`, 2 GiB - 1), the same on every Node line, where
 /// `buffer.constants.MAX_LENGTH` is 4 GiB on Node 20 and 2^53 - 1 from Node 22 (an
@@ -58,7 +66,7 @@ pub enum Source {
 pub struct ReadLimits {
     /// Bytes per read syscall for files of known size.
     pub chunk_size: usize,
-    /// Bytes per read syscall when the size is unknown (node:fs uses 64 KiB).
+    /// Bytes per read syscall when the size is unknown ([`UNSIZED_CHUNK_SIZE`]).
     pub unknown_chunk_size: usize,
     /// Largest result allowed; bigger files fail with [`ReadError::TooLarge`].
     pub max_length: u64,
@@ -77,8 +85,8 @@ pub struct ReadLimits {
 impl Default for ReadLimits {
     fn default() -> Self {
         ReadLimits {
-            chunk_size: 512 * 1024,
-            unknown_chunk_size: 64 * 1024,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            unknown_chunk_size: UNSIZED_CHUNK_SIZE,
             max_length: u32::MAX as u64 + 1,
             max_unsized_length: DEFAULT_MAX_UNSIZED_LENGTH,
             buffers: None,

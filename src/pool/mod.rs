@@ -50,8 +50,8 @@ use worker::worker;
 
 /// Default number of worker threads, the same as libuv's pool.
 pub const DEFAULT_THREADS: usize = 4;
-/// Default chunk size and DRR quantum, the same as node:fs's `readFile` chunk.
-pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+/// Default chunk size and DRR quantum: node:fs's `readFile` chunk.
+pub use crate::read::DEFAULT_CHUNK_SIZE;
 /// Default nice value of worker threads: below the event loop and libuv's threads,
 /// so that JS, zlib and crypto win when they compete with reads for CPU. Not lower:
 /// once the big-read limit ([`crate::policy::contention`]) leaves a core free, the
