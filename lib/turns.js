@@ -9,12 +9,10 @@
 // A chunk costs the event loop about the same whatever its size (the stream's
 // machinery, the socket's write and its callback, the garbage), so big streams are
 // also held to chunks: while two or more streams past their first kLongAfter bytes
-// are reading, those together push at most kLongChunksPerTurn chunks a turn. With
-// @fastify/static's 16 KiB chunks, four downloads used to push 16 chunks a turn: they
-// ran at twice node:fs's speed and small requests' p99 was 19-22 ms against 10-16.
-// Held to four (what four downloads of 64 KiB chunks push on plain http anyway), they
-// ran 1.15x node:fs's speed with a p99 of 14 ms against 11. A lone stream, and short
-// ones (small files), are not held.
+// are reading, those together push at most kLongChunksPerTurn chunks a turn (what four
+// downloads of 64 KiB chunks push on plain http anyway), which keeps small requests'
+// p99 near node:fs's (docs/tuning.md). A lone stream, and short ones (small files),
+// are not held.
 const kTurnBudget = 256 * 1024
 const kLongAfter = 1024 * 1024
 const kLongChunksPerTurn = 4

@@ -17,8 +17,8 @@ pub(super) const LEND_FILES_FROM: usize = 1024 * 1024;
 
 /// Files this big and bigger are not read into memory V8 lends ([`lend_buffer`]): the
 /// allocator behind V8 (glibc's malloc) maps every block from 32 MiB up afresh, so each
-/// read would fault in and zero all its pages, where pooled memory is warm. A loop of
-/// 64 MiB reads ran at 26-29 reads/s into V8's memory against 54-58 pooled.
+/// read would fault in and zero all its pages, where pooled memory is warm
+/// (docs/tuning.md).
 pub(super) const LEND_V8_MEMORY_BELOW: usize = 32 * 1024 * 1024;
 
 /// A Buffer of `bytes`. Results under `lend_from` bytes are copied and their buffer

@@ -37,14 +37,11 @@ pub struct Limits {
     pub max_bytes: u64,
 }
 
-/// Default bytes of result buffers in flight. The pool copies from the page cache at
-/// 5–9 GB/s, so 64 MiB is about 10 ms of work: enough to keep every worker busy, and
-/// a burst of big files holds no more than that while it waits. Measured on the
-/// benchmark machine (2 cores): 150 concurrent reads of a 64 MiB file took 1.8 s with a
-/// peak of 318 MB above the idle RSS at 64 MiB, 3.1 s and 609 MB at 256 MiB, and
-/// node:fs 12.8 s and 10 GB; ten readers of a 16 MiB file did 221–296 reads/s at
-/// 64 MiB against 129–215 at 256 MiB. A smaller limit only serialises more: waiting
-/// big files are served oldest first, which finishes each sooner than sharing.
+/// Default bytes of result buffers in flight: about 10 ms of copying from the page
+/// cache, enough to keep every worker busy while a burst of big files holds no more
+/// than that (docs/tuning.md has the bursts it was chosen by). A smaller limit only
+/// serialises more: waiting big files are served oldest first, which finishes each
+/// sooner than sharing.
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The most files fairfs opens at once by default, whatever the descriptor limit.

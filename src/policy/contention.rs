@@ -15,8 +15,8 @@
 //!   told apart by [`crate::policy::host_threads`]) used or waited for, in cores. They are
 //!   idle unless someone gives them work, so any steady demand there is a neighbour,
 //!   however little CPU it takes: a loop of small deflates is latency-bound (each one a
-//!   round trip through the event loop and a libuv thread), and four workers copying
-//!   took 80–95% of its speed while it used under a tenth of a core.
+//!   round trip through the event loop and a libuv thread), and workers copying
+//!   beside it take most of its speed while it uses little CPU (docs/tuning.md).
 //! * *neighbours*: CPU used by everyone else but the pool: this process's other
 //!   threads (V8's helpers) and other processes, in cores. The event loop is not
 //!   counted here: much of its work is taking our results.
@@ -29,7 +29,7 @@
 //! additive otherwise; with a hold):
 //!
 //! * the host pool above [`HOST_POOL_BACK_OFF_ABOVE`] cores: one big read at a time
-//!   (two workers copying still left the deflate loop 11% of its speed, one 50–100%),
+//!   (even two workers copying leave a deflate loop little of its speed),
 //!   and no increase for the next [`HOLD_WINDOWS`] windows;
 //! * neighbours above [`BACK_OFF_ABOVE`] cores or the event loop waiting above
 //!   [`LOOP_BACK_OFF_ABOVE`]: one fewer big read at once (at least one), and no
@@ -45,16 +45,11 @@
 //! A window in which big reads ran less than [`MIN_BUSY_SHARE`] of the time
 //! ([`BusyClock`]) may raise the limit but never lower it.
 //!
-//! **Why it is not bistable.** An earlier attempt watched our own CPU time
-//! (`getrusage`): with every worker copying, zlib slowed down, the signal went quiet
-//! exactly when it should have spoken, and the limit stayed high. Here the signal is
-//! the neighbours' *demand*: the host pool's threads want more once the workers back
-//! off (a deflate loop went from 0.19 to 0.36 cores of use and waiting), not less, and
-//! want nothing only when their work stops. A CPU-bound neighbour elsewhere keeps most
-//! of a core even against four workers, which run at a lower priority (nice 5). Our own
-//! GC helpers, busy with our results, are kept out of the host pool's count: counted
-//! with it (libuv < 1.50 names no thread), a deflate loop's 0.1–0.2 cores drowned in
-//! their 0.15–0.45, and the limit never moved.
+//! **Why it is not bistable.** The signal is the neighbours' *demand*, not our own
+//! CPU time: the host pool's threads want more once the workers back off, not less,
+//! and want nothing only when their work stops. Our own GC helpers, busy with our
+//! results, are kept out of the host pool's count. ARCHITECTURE.md tells the attempts
+//! that taught this.
 //!
 //! Where the OS gives no such count (not Linux, or `--cfg fairfs_portable`) the
 //! limit stays fixed at [`fixed_limit`], as before.
@@ -66,21 +61,20 @@ use crate::sys::CpuSnapshot;
 /// How often the governor looks, while big reads run.
 pub const WINDOW: Duration = Duration::from_millis(100);
 /// Neighbours' CPU, in cores, above which the pool reads one fewer big file at once.
-/// V8's GC helpers count as neighbours, and ten readers of 16 MiB keep them at
-/// 0.15–0.45 cores here; a zlib loop uses 0.8–0.95.
+/// V8's GC helpers count as neighbours: it lies between what they use beside big
+/// reads and what a zlib loop uses (docs/tuning.md).
 pub const BACK_OFF_ABOVE: f64 = 0.6;
 /// Below which (with a quiet event loop) it tries one more.
 pub const PROBE_BELOW: f64 = 0.45;
 /// The event loop's waiting share above which the pool reads one fewer big file.
-/// Taking ten readers' results with four workers copying, it waits 0.1–0.45.
+/// It lies above what a loop that only takes big reads' results waits (docs/tuning.md).
 pub const LOOP_BACK_OFF_ABOVE: f64 = 0.5;
 /// Below which (with quiet neighbours) it tries one more.
 pub const LOOP_PROBE_BELOW: f64 = 0.4;
 /// CPU the host's pool (libuv's threads: zlib, crypto, `dns.lookup`, node:fs) used
 /// or waited for, in cores, above which the pool reads one big file at a time. Any
-/// steady work there counts: a 1 KiB deflate loop next to four workers copying used
-/// 0.08 cores and waited 0.11, and lost 80% of its speed (at one worker: 0.36 cores,
-/// and 50–100% of its speed kept; at two, 11%). Idle, the threads want nothing.
+/// steady work there counts: a small deflate loop beside workers copying uses little
+/// CPU yet loses most of its speed (docs/tuning.md). Idle, the threads want nothing.
 pub const HOST_POOL_BACK_OFF_ABOVE: f64 = 0.05;
 /// Below which (with the other signals quiet) it tries one more.
 pub const HOST_POOL_PROBE_BELOW: f64 = 0.02;
@@ -167,8 +161,7 @@ impl Demand {
 }
 
 /// The limit where there is no signal: all cores but one, at least one, at most
-/// `threads` (on the 2-core machine, ten 16 MiB readers on 4 workers left a zlib loop
-/// 23% of its speed, on 1 worker 64–74%).
+/// `threads`, so that a neighbour we cannot see keeps a core (docs/tuning.md).
 pub fn fixed_limit(threads: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     threads.min(cores.saturating_sub(1)).max(1)

@@ -100,10 +100,8 @@ pub fn advise_huge_pages(mem: &mut [MaybeUninit<u8>]) {
 /// the calling thread's alone (no `gettid`, which needs glibc 2.30). The thread also
 /// becomes `SCHED_BATCH`: the scheduler then never lets it preempt the thread that
 /// woke it. Without it, every read the event loop submitted woke a worker that took
-/// the CPU from the event loop on the spot: in the server benchmark (fastify, four
-/// downloads, 1 KiB requests), most of the main thread's context switches came right
-/// after such a wake-up, and its small requests' p50 went from 27–50 ms to 19 ms with
-/// the policy (p99 155–214 ms to 116–120). A failure (a policy the OS refuses) is
+/// the CPU from the event loop on the spot: in the server benchmark most of the main
+/// thread's context switches came right after such a wake-up (docs/tuning.md). A failure (a policy the OS refuses) is
 /// ignored: the nice value still applies.
 pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
