@@ -26,13 +26,6 @@ nativeOnly(test.serial)('stats() shows admission and its defaults', (t) => {
   t.like(s, { openFiles: 0, bytesInFlight: 0, waiting: 0 })
 })
 
-test('configure() checks the admission limits as it checks the others', (t) => {
-  t.throws(() => fairfs.configure({ maxOpenFiles: 0 }), { code: 'ERR_OUT_OF_RANGE', instanceOf: RangeError })
-  t.throws(() => fairfs.configure({ maxOpenFiles: 2 ** 21 }), { code: 'ERR_OUT_OF_RANGE' })
-  t.throws(() => fairfs.configure({ maxBytesInFlight: -1 }), { code: 'ERR_OUT_OF_RANGE' })
-  t.throws(() => fairfs.configure({ maxBytesInFlight: '1' }), { code: 'ERR_INVALID_ARG_TYPE', instanceOf: TypeError })
-})
-
 nativeOnly(test)('2,000 concurrent reads under ulimit -n 256: every one succeeds, where node:fs runs out', async (t) => {
   const { path } = makeFile(256 * 1024)
   const out = await runChild(256, 'burst', path)

@@ -5,6 +5,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import { execFile } from 'node:child_process'
 
 const require = createRequire(import.meta.url)
 export const fairfs = require('../index.js')
@@ -154,4 +155,19 @@ export function fdsOpenOn(file) {
     } catch {}
   }
   return n
+}
+
+const childScript = path.join(path.dirname(new URL(import.meta.url).pathname), 'fixtures', 'child.mjs')
+
+/**
+ * Runs scenario `scenario` of fixtures/child.mjs on `file` in a process of its own;
+ * resolves with its exit code, signal and output.
+ */
+export function runChild(scenario, file, env = {}, nodeArgs = []) {
+  return new Promise((resolve) => {
+    const options = { timeout: 60_000, env: { ...process.env, ...env } }
+    execFile(process.execPath, [...nodeArgs, childScript, scenario, file], options, (err, stdout, stderr) => {
+      resolve({ code: err ? err.code : 0, signal: err?.signal ?? null, stdout, stderr })
+    })
+  })
 }

@@ -1,3 +1,5 @@
+// readFile and promises.readFile, differential against node:fs: paths, URLs, fds, FileHandles,
+// flags, encodings, errors field by field, and many mixed reads at once.
 import test from 'ava'
 import fs from 'node:fs'
 import { pathToFileURL } from 'node:url'
@@ -219,4 +221,20 @@ nativeOnly(test)('readFile(filehandle) holds the handle: close() waits for the r
     t.true(got.equals(data), 'the whole file, not EBADF or another file on a reused fd')
     t.is(h.fd, -1)
   }
+})
+
+test('2,000 concurrent mixed reads are all byte-correct', async (t) => {
+  const sizes = [0, 1, 100, 4096, 65_536, 300_000, 1_048_577, 3_000_000]
+  const files = sizes.map((n) => makeFile(n))
+  const jobs = []
+  for (let i = 0; i < 2000; i++) {
+    const { path, data } = files[i % files.length]
+    const kind = i % 4
+    if (kind === 0) jobs.push(fairfs.readFile(path).then((got) => got.equals(data)))
+    else if (kind === 1) jobs.push(fairfs.promises.readFile(path, 'latin1').then((got) => got === data.toString('latin1')))
+    else if (kind === 2) jobs.push(new Promise((resolve) => fairfs.readFile(path, (e, got) => resolve(!e && got.equals(data)))))
+    else jobs.push(fairfs.readFile(path, { encoding: 'base64' }).then((got) => got === data.toString('base64')))
+  }
+  const ok = await Promise.all(jobs)
+  t.is(ok.filter(Boolean).length, 2000)
 })

@@ -1,5 +1,6 @@
-// FIFOs, writer first or reader first, through every API, with the fast path on and
-// off: the result is node:fs's, the writer is never killed, nothing hangs.
+// Sources that are not regular files. FIFOs, writer first or reader first, through
+// every API, with the fast path on and off: the result is node:fs's, the writer is
+// never killed, nothing hangs, and FIFOs waiting for writers stall no other read.
 import test from 'ava'
 import fs from 'node:fs'
 import { spawn, execFileSync } from 'node:child_process'
@@ -151,3 +152,15 @@ if (isNative && !portable) {
     t.is(fairfs.stats().streamFlows, 0, 'every stream\'s flow is forgotten')
   })
 }
+
+test('a FIFO with a writer is read to EOF', async (t) => {
+  const fifo = tmpPath('fifo')
+  execFileSync('mkfifo', [fifo])
+  const { path: source, data } = makeFile(300_000)
+  // The read blocks in open() until the writer opens the FIFO: on a pool thread,
+  // never on the event loop.
+  const read = fairfs.readFile(fifo)
+  const writer = spawn('sh', ['-c', `sleep 0.1; cat "${source}" > "${fifo}"`])
+  const [got] = await Promise.all([read, new Promise((resolve) => writer.on('exit', resolve))])
+  t.true(got.equals(data))
+})
