@@ -16,12 +16,14 @@
 //!   finalizer, after V8 has collected it. Small results are copied and their buffer
 //!   reused at once.
 //!
-//! Here: the environment's state, completions and the `#[napi]` functions that submit
-//! work. How results become JS values is in `results`, what JS may still see of pooled
-//! memory in `views`, `stats()` in `stats`, and the census of libuv's threads in
-//! `census`.
+//! Here: the `#[napi]` functions that submit work. An environment's state and its
+//! completions are in `env`, memory V8 lends a read in `lending`, how results become
+//! JS values in `results`, what JS may still see of pooled memory in `views`,
+//! `stats()` in `stats`, and the census of libuv's threads in `census`.
 
 mod census;
+mod env;
+mod lending;
 mod results;
 mod stats;
 mod views;
@@ -48,257 +50,17 @@ use crate::lent::{Filled, Lent};
 use crate::pool::{global, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};
+use env::*;
+use lending::*;
 use results::*;
 use views::{ViewedBytes, Views};
-
-/// What a finished request hands back to JS.
-pub enum Delivered {
-    /// A whole file.
-    Bytes(std::result::Result<PooledBytes, ReadError>),
-    /// A whole file read into the Buffer this environment lent it: how many bytes.
-    LentFile(usize),
-    /// A whole file that becomes a JS string as it is: latin1 text, or utf-8 / ascii
-    /// text that is all ASCII (checked on the pool thread).
-    Text(PooledBytes),
-    /// A stream block, and the most bytes each of its chunks holds.
-    Chunk(std::result::Result<PooledBytes, ReadError>, usize),
-    Opened(std::result::Result<OpenedFd, ReadError>),
-    Closed(std::result::Result<(), ReadError>),
-    /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
-    Batch(Vec<PooledBytes>, Vec<std::result::Result<Packed, ReadError>>),
-    /// Cancelled before it ran.
-    Cancelled,
-    /// Not an outcome: the read waits for a Buffer of this many bytes to read into
-    /// ([`lend_buffer`]).
-    WantsMemory(u64),
-}
-
-/// Hands a finished request to its environment's completion queue.
-type Deliver = Box<dyn FnOnce(Delivered) + Send>;
-
-/// Finished requests waiting for the JS thread, in completion order.
-type DoneQueue = Arc<Mutex<Vec<(u64, Delivered)>>>;
-
-/// A batch of finished requests on its way to `onComplete`.
-pub struct Batch(Vec<(u64, Delivered)>);
-
-type Waker = ThreadsafeFunction<(), (), Batch, Status, false, true>;
-
-/// Per-environment state, kept in N-API instance data and used only on its JS thread.
-struct EnvState {
-    /// Reads submitted from this environment and not yet delivered, for `cancel`.
-    pending: HashMap<u64, Vec<Ticket>>,
-    /// Request ids count up from 0 and reach JS as numbers, exact up to 2^53: at a
-    /// million requests a second, 285 years without a repeat.
-    next_id: u64,
-    sink: Arc<Sink>,
-    /// Largest result allowed: `buffer.constants.MAX_LENGTH` of this Node.
-    max_length: u64,
-    /// Largest result from a source of unknown size ([`ReadLimits::max_unsized_length`]).
-    max_unsized_length: u64,
-    /// Whether the threadsafe function currently keeps the event loop alive.
-    referenced: bool,
-    /// Reads still writing into Buffers this environment lent ([`lend_buffer`]);
-    /// teardown waits for them.
-    lent_writes: Arc<LentWrites>,
-    /// The Buffers lent to whole-file reads, by request id, until their outcome.
-    lent_files: HashMap<u64, LentBuffer>,
-    /// The external Buffers this environment holds, and whether their memory may be
-    /// used again once they are finalized.
-    views: Rc<Views>,
-    /// Stream flows this environment started and has not ended, ended at teardown.
-    flows: HashSet<u64>,
-    /// Fds this environment's streams opened and have not closed: closed at teardown,
-    /// as node:fs's are when a worker exits mid-stream.
-    fds: HashSet<crate::Fd>,
-    /// The requests that close an fd: teardown lets them run.
-    closing: HashSet<u64>,
-}
-
-/// A Buffer V8 allocated for a whole-file read, held by a strong reference until the
-/// read's outcome is delivered (JS never sees it before).
-struct LentBuffer {
-    reference: napi::sys::napi_ref,
-    data: *const u8,
-    len: usize,
-}
-
-/// Counts the reads that may still write into an environment's memory, so that its
-/// teardown waits for them: V8 frees the Buffers after it, whatever JS held.
-#[derive(Default)]
-struct LentWrites {
-    count: Mutex<usize>,
-    none: Condvar,
-}
-
-impl LentWrites {
-    fn lock(&self) -> std::sync::MutexGuard<'_, usize> {
-        self.count.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Counts one more read; dropping the guard uncounts it.
-    fn enter(self: &Arc<Self>) -> LentGuard {
-        *self.lock() += 1;
-        LentGuard(self.clone())
-    }
-
-    fn wait_for_none(&self) {
-        let mut count = self.lock();
-        while *count > 0 {
-            count = self.none.wait(count).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
-struct LentGuard(Arc<LentWrites>);
-
-impl Drop for LentGuard {
-    fn drop(&mut self) {
-        let mut count = self.0.lock();
-        *count -= 1;
-        if *count == 0 {
-            self.0.none.notify_all();
-        }
-    }
-}
-
-/// Where pool threads deliver finished reads.
-struct Sink {
-    done: DoneQueue,
-    waker: Waker,
-}
-
-impl Sink {
-    fn deliver(&self, id: u64, delivered: Delivered) {
-        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        let first = done.is_empty();
-        done.push((id, delivered));
-        drop(done);
-        // One wake-up per batch: whoever makes the queue non-empty wakes the JS
-        // thread, which then takes everything queued by the time it runs. If the
-        // environment is gone the call fails and the outcome is simply dropped.
-        if first {
-            self.waker.call((), ThreadsafeFunctionCallMode::NonBlocking);
-        }
-    }
-}
-
-fn state(env: &Env) -> Result<&'static mut EnvState> {
-    env.get_instance_data::<EnvState>()?
-        .ok_or_else(|| Error::new(Status::GenericFailure, "fairfs: init() was not called"))
-}
-
-/// Keeps the event loop alive while reads are pending, and no longer.
-fn set_referenced(env: &Env, st: &mut EnvState, want: bool) -> Result<()> {
-    if st.referenced == want {
-        return Ok(());
-    }
-    let raw = st.sink.waker.raw();
-    // SAFETY: we are on the JS thread of the environment that owns `raw`, and the
-    // function is not released: `st` (instance data) holds it until the environment
-    // is torn down, after which no JS code runs to get here.
-    let status = unsafe {
-        if want {
-            napi::sys::napi_ref_threadsafe_function(env.raw(), raw)
-        } else {
-            napi::sys::napi_unref_threadsafe_function(env.raw(), raw)
-        }
-    };
-    if status != napi::sys::Status::napi_ok {
-        return Err(Error::new(Status::GenericFailure, "fairfs: cannot (un)ref the completion callback"));
-    }
-    st.referenced = want;
-    Ok(())
-}
 
 /// Sets up this environment: `onComplete(batch)` receives finished reads.
 #[napi(
     ts_args_type = "onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number"
 )]
 pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Result<()> {
-    if env.get_instance_data::<EnvState>()?.is_some() {
-        return Err(Error::new(Status::GenericFailure, "fairfs: init() called twice"));
-    }
-    let done: DoneQueue = Arc::default();
-    let queue = done.clone();
-    let waker: Waker =
-        on_complete.build_threadsafe_function::<()>().callee_handled::<false>().weak::<true>().build_callback(
-            move |ctx: ThreadsafeCallContext<()>| {
-                let mut batch = std::mem::take(&mut *queue.lock().unwrap_or_else(|p| p.into_inner()));
-                if let Ok(st) = state(&ctx.env) {
-                    // Reads asking for memory get it here; they are not done.
-                    batch.retain(|(id, delivered)| match delivered {
-                        Delivered::WantsMemory(size) => {
-                            lend_buffer(&ctx.env, st, *id, *size);
-                            false
-                        }
-                        _ => true,
-                    });
-                    for (id, _) in &batch {
-                        st.pending.remove(id);
-                        st.closing.remove(id);
-                    }
-                    if st.pending.is_empty() {
-                        set_referenced(&ctx.env, st, false)?;
-                    }
-                }
-                Ok(Batch(batch))
-            },
-        )?;
-    let st = EnvState {
-        pending: HashMap::new(),
-        next_id: 0,
-        sink: Arc::new(Sink { done, waker }),
-        max_length: max_length as u64,
-        max_unsized_length: crate::read::DEFAULT_MAX_UNSIZED_LENGTH,
-        referenced: false,
-        lent_writes: Arc::default(),
-        lent_files: HashMap::new(),
-        views: Views::new(env.raw()),
-        flows: HashSet::new(),
-        fds: HashSet::new(),
-        closing: HashSet::new(),
-    };
-    env.set_instance_data(st, (), |ctx| {
-        // The environment is going away (worker terminated, process exiting): stop
-        // its reads so nothing is read for nobody. Their outcomes are dropped; an fd
-        // opened for nobody is closed as its outcome drops. Closes go on.
-        let st = &ctx.value;
-        let tickets: Vec<Ticket> =
-            st.pending.iter().filter(|(id, _)| !st.closing.contains(id)).flat_map(|(_, t)| t).cloned().collect();
-        global().cancel_many(&tickets);
-        for &flow in &st.flows {
-            global().end_flow(flow);
-        }
-        for &fd in &st.fds {
-            let _ = stream::close(fd);
-        }
-        // Its Buffers are freed after this: wait for a read still writing into one
-        // (one step, at most a chunk: only sized regular files are lent memory).
-        ctx.value.lent_writes.wait_for_none();
-    })
-}
-
-/// Registers a request from this environment and submits the job `make` builds
-/// around its delivery callback.
-fn submit(env: &Env, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
-    submit_jobs(env, |deliver, _| vec![make(deliver)])
-}
-
-/// Registers one request whose outcome is delivered once, through the callback
-/// `make` receives, and submits the jobs `make` builds for it. `make` also gets what
-/// asks this environment to lend the request memory ([`lend_buffer`]).
-fn submit_jobs(env: &Env, make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>) -> Result<f64> {
-    let st = state(env)?;
-    let id = st.next_id;
-    st.next_id += 1;
-    let (sink, asking) = (st.sink.clone(), st.sink.clone());
-    let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
-    let ask: MemoryAsker = Box::new(move |size| asking.deliver(id, Delivered::WantsMemory(size)));
-    let tickets = global().submit_many(make(deliver, ask));
-    st.pending.insert(id, tickets);
-    set_referenced(env, st, true)?;
-    Ok(id as f64)
+    env::init_env(env, on_complete, max_length)
 }
 
 fn read_limits(env: &Env) -> Result<ReadLimits> {
@@ -349,47 +111,6 @@ fn submit_read(env: &Env, source: Source, text: u32) -> Result<f64> {
         let job = ReadFileJob::new(source, limits, move |outcome| deliver(delivered(outcome, text)));
         vec![Box::new(if lend { job.lending(LEND_FILES_FROM..LEND_V8_MEMORY_BELOW, ask) } else { job })]
     })
-}
-
-/// Lends request `id`, waiting for memory ([`crate::policy::admission::Wait::Memory`]), a new
-/// Buffer of `size` uninitialised bytes that V8 allocates, as `Buffer.allocUnsafeSlow`
-/// does. A reference holds it until the outcome is delivered. If V8 cannot allocate
-/// it, the read allocates its own memory instead.
-fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
-    let Some(ticket) = st.pending.get(&id).and_then(|t| t.first()).cloned() else { return };
-    let (mut data, mut value, mut reference) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: we are on this environment's JS thread; the out-pointers are valid.
-    let created = unsafe {
-        napi::sys::napi_create_buffer(env.raw(), size as usize, &mut data, &mut value) == napi::sys::Status::napi_ok
-            && napi::sys::napi_create_reference(env.raw(), value, 1, &mut reference) == napi::sys::Status::napi_ok
-    };
-    if !created || data.is_null() {
-        // Out of memory: node throws, and the error must not surface in onComplete.
-        let mut error = std::ptr::null_mut();
-        // SAFETY: as above.
-        unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut error) };
-        delete_reference(env, reference);
-        global().lend(&ticket, None);
-        return;
-    }
-    let len = size as usize;
-    // SAFETY: `data..data + len` is the new Buffer's memory, which stays valid while
-    // `reference` holds the Buffer (until the outcome is delivered, after the read
-    // let the memory go) and until the environment's teardown, which waits for the
-    // guard (`LentWrites`). Nobody else sees the Buffer before the outcome.
-    let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent_writes.enter())) };
-    if global().lend(&ticket, Some(lent)) {
-        st.lent_files.insert(id, LentBuffer { reference, data: data.cast_const().cast(), len });
-    } else {
-        delete_reference(env, reference);
-    }
-}
-
-fn delete_reference(env: &Env, reference: napi::sys::napi_ref) {
-    if !reference.is_null() {
-        // SAFETY: a reference this environment created and nobody deleted yet.
-        unsafe { napi::sys::napi_delete_reference(env.raw(), reference) };
-    }
 }
 
 fn c_path(path: &Either<String, &[u8]>) -> Result<CString> {
