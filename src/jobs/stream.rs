@@ -9,8 +9,8 @@ use std::ffi::CStr;
 
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
-use crate::job::Wait;
-use crate::job::{CancelFlag, Job, Step, Waits};
+
+use crate::job::{CancelFlag, Job, Step, Wait, Waits};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
 
@@ -61,6 +61,28 @@ pub fn close(fd: Fd) -> Result<(), ReadError> {
     Ok(sys::close(fd)?)
 }
 
+/// What a stream operation on a source that may block (a FIFO, a device) asks of the
+/// pool: a thread of its own once it `blocks`, and its cancellation flag to watch there.
+#[derive(Default)]
+struct MayBlock {
+    blocks: bool,
+    cancelled: Option<CancelFlag>,
+}
+
+impl Waits for MayBlock {
+    fn wait(&self) -> Wait {
+        if self.blocks {
+            Wait::OwnThread
+        } else {
+            Wait::No
+        }
+    }
+
+    fn watch_cancel(&mut self, cancelled: CancelFlag) {
+        self.cancelled = Some(cancelled);
+    }
+}
+
 /// A stream's open as a pool job. Opening a FIFO with no writer would wait in
 /// `open(2)` on a pool worker; so a read-only open does not wait
 /// (`sys::nonblocking_open_flags`), and a FIFO then waits for its writer's first
@@ -72,22 +94,22 @@ pub struct OpenJob<D> {
     mode: u32,
     fd: Option<OpenedFd>,
     error: Option<ReadError>,
-    /// A FIFO opened without waiting: it waits for a writer before it is handed over.
-    fifo_unsettled: bool,
-    cancelled: Option<CancelFlag>,
+    /// `blocks` once a FIFO was opened without waiting: it waits for a writer
+    /// before it is handed over.
+    blocking: MayBlock,
     on_done: D,
 }
 
 impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> OpenJob<D> {
     pub fn new(path: std::ffi::CString, flags: i32, mode: u32, on_done: D) -> Self {
-        OpenJob { path, flags, mode, fd: None, error: None, fifo_unsettled: false, cancelled: None, on_done }
+        OpenJob { path, flags, mode, fd: None, error: None, blocking: MayBlock::default(), on_done }
     }
 
     /// One step; `Ok(true)` when the fd is ready to hand over.
     fn try_step(&mut self) -> Result<bool, ReadError> {
         if let Some(fd) = &self.fd {
-            wait_readable(fd.0, self.cancelled.as_ref())?;
-            self.fifo_unsettled = false;
+            wait_readable(fd.0, self.blocking.cancelled.as_ref())?;
+            self.blocking.blocks = false;
             sys::set_blocking(fd.0)?;
             return Ok(true);
         }
@@ -99,7 +121,7 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> OpenJob<D>
         let st = sys::fstat(fd.0)?;
         if st.is_fifo {
             self.fd = Some(fd);
-            self.fifo_unsettled = true;
+            self.blocking.blocks = true;
             return Ok(false);
         }
         if !st.is_regular {
@@ -136,22 +158,7 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
     }
 
     fn waits(&mut self) -> Option<&mut dyn Waits> {
-        Some(self)
-    }
-}
-
-/// A FIFO's open waits for a writer on a thread of its own.
-impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Waits for OpenJob<D> {
-    fn wait(&self) -> Wait {
-        if self.fifo_unsettled {
-            Wait::OwnThread
-        } else {
-            Wait::No
-        }
-    }
-
-    fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.cancelled = Some(cancelled);
+        Some(&mut self.blocking)
     }
 }
 
@@ -173,9 +180,9 @@ pub struct BlockJob<D> {
     error: Option<ReadError>,
     /// Whether a current-position read has looked at what the fd is.
     checked: bool,
-    /// The fd is not a regular file: reading may wait for any time.
-    may_block: bool,
-    cancelled: Option<CancelFlag>,
+    /// `blocks` once the fd is known not to be a regular file: reading may wait for
+    /// any time.
+    blocking: MayBlock,
     on_done: D,
 }
 
@@ -200,8 +207,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
             buf: None,
             error: None,
             checked: position.is_some(),
-            may_block: false,
-            cancelled: None,
+            blocking: MayBlock::default(),
             on_done,
         }
     }
@@ -211,13 +217,13 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
         if !self.checked {
             self.checked = true;
             if !sys::fstat(self.fd)?.is_regular {
-                self.may_block = true;
+                self.blocking.blocks = true;
                 // Nothing read: the pool sends it to a thread of its own first.
                 return Ok((false, 0));
             }
         }
-        if self.may_block {
-            wait_readable(self.fd, self.cancelled.as_ref())?;
+        if self.blocking.blocks {
+            wait_readable(self.fd, self.blocking.cancelled.as_ref())?;
         }
         let (len, buffers) = (self.len, self.buffers);
         let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
@@ -270,22 +276,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
     }
 
     fn waits(&mut self) -> Option<&mut dyn Waits> {
-        Some(self)
-    }
-}
-
-/// A block of a FIFO or a device waits for data on a thread of its own.
-impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Waits for BlockJob<D> {
-    fn wait(&self) -> Wait {
-        if self.may_block {
-            Wait::OwnThread
-        } else {
-            Wait::No
-        }
-    }
-
-    fn watch_cancel(&mut self, cancelled: CancelFlag) {
-        self.cancelled = Some(cancelled);
+        Some(&mut self.blocking)
     }
 }
 

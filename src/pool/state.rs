@@ -164,13 +164,17 @@ impl State {
     }
 }
 
+/// What the pool's handle and its workers share.
 pub(super) struct Shared {
+    /// Everything that changes together, under one lock.
     pub(super) state: Mutex<State>,
     /// Signalled when work is queued, the pool shrinks, or it shuts down.
     pub(super) work_ready: Condvar,
     /// Chunks being read right now. Outside the lock so that it drops before the
     /// result is delivered: whoever sees a result never sees its chunk as active.
     pub(super) active: AtomicUsize,
+    /// Counters for [`super::Stats`], bumped outside the lock as requests end and
+    /// chunks are read.
     pub(super) completed: AtomicU64,
     pub(super) cancelled: AtomicU64,
     pub(super) bytes_read: AtomicU64,
