@@ -1,5 +1,6 @@
 'use strict'
-// Argument handling of node:fs's readFile, in the same order and with the same errors.
+// node:fs's argument handling (readFile's and createReadStream's), in the same
+// order and with the same errors.
 
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
