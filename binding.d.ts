@@ -9,6 +9,12 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/**
+ * `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
+ * error.
+ */
+export declare function accessPath(path: string | Uint8Array, mode: number): number
+
 export interface BufferStats {
   hits: number
   misses: number
@@ -183,5 +189,11 @@ export declare function setMaxLength(maxLength: number): void
  * produce (default 2 GiB - 1; the JS layer validates it).
  */
 export declare function setMaxUnsizedLength(maxUnsizedLength: number): void
+
+/**
+ * `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the
+ * `fs.Stats` fields, or a BigInt64Array if `bigint`.
+ */
+export declare function statPath(path: string | Uint8Array, follow: boolean, bigint: boolean): number
 
 export declare function stats(): PoolStats

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.accessPath = nativeBinding.accessPath
 module.exports.cancel = nativeBinding.cancel
 module.exports.cancelMany = nativeBinding.cancelMany
 module.exports.censusHostPool = nativeBinding.censusHostPool
@@ -854,4 +855,5 @@ module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths
 module.exports.setMaxLength = nativeBinding.setMaxLength
 module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
+module.exports.statPath = nativeBinding.statPath
 module.exports.stats = nativeBinding.stats

@@ -46,7 +46,17 @@ export function readFiles(paths: Iterable<PathLike | number>, options?: ReadFile
 export const promises: {
   readFile(path: PathLike | FileHandle, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding })): Promise<string>
   readFile(path: PathLike | FileHandle, options?: (ReadFileOptions & { encoding?: null }) | null): Promise<Buffer>
+  /** `fs.promises.stat` on fairfs's pool (node:fs's own on the node backend and on Windows). */
+  stat: typeof import('node:fs/promises').stat
+  lstat: typeof import('node:fs/promises').lstat
+  access: typeof import('node:fs/promises').access
 }
+
+/** `fs.stat`, `fs.lstat` and `fs.access` on fairfs's pool, with node:fs's results and errors
+ *  (node:fs's own on the node backend and on Windows). */
+export const stat: typeof import('node:fs').stat
+export const lstat: typeof import('node:fs').lstat
+export const access: typeof import('node:fs').access
 
 export interface ReadStreamOptions {
   flags?: string | number
@@ -190,7 +200,7 @@ export type Stats = NativeStats | NodeStats
 
 export function stats(): Stats
 
-/** Patches `fs.readFile`, `fs.promises.readFile` and `fs.createReadStream`. Idempotent. Does nothing on the node backend. */
+/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access` and their `fs.promises` forms. Idempotent. Does nothing on the node backend. */
 export function install(): void
 /** Restores what `install()` replaced. */
 export function uninstall(): void
@@ -202,6 +212,9 @@ declare const fairfs: {
   nativeError: typeof nativeError
   readFile: typeof readFile
   readFiles: typeof readFiles
+  stat: typeof stat
+  lstat: typeof lstat
+  access: typeof access
   promises: typeof promises
   createReadStream: typeof createReadStream
   ReadStream: typeof ReadStream

@@ -23,6 +23,12 @@ async function check(): Promise<void> {
   const which: 'native' | 'node' = fairfs.backend === backend ? backend : fairfs.stats().backend
   const why: string | undefined = nativeError?.message
   void [b, s, s2, p, many, n, threads, which, why]
+  // stat, lstat and access have node:fs's types.
+  const size: number = (await fairfs.promises.stat('/etc/hostname')).size
+  const ino: bigint = (await fairfs.promises.lstat('/etc/hostname', { bigint: true })).ino
+  fairfs.stat('/etc/hostname', (err, st) => void (err ?? st.isFile()))
+  fairfs.access('/etc/hostname', 4, (err) => void err)
+  void [size, ino]
   // @ts-expect-error stats() may come from the node backend, which has no pool
   void stats().pool.hits
   // @ts-expect-error a string result is not a Buffer

@@ -89,13 +89,16 @@ let systemErrors
  * negative error number: the same error node:fs builds (its C++ `UVException`).
  * node:fs adds the path only to errors of calls that take one (`open` here).
  */
+/** The syscalls whose errors node:fs gives a `path`. */
+const kTakesPath = new Set(['open', 'stat', 'lstat', 'access'])
+
 function uvError([errno, syscall], path) {
   systemErrors ??= require('node:util').getSystemErrorMap()
   // For a number libuv does not name, node:fs's code and text both come from
   // uv_err_name / uv_strerror: 'Unknown system error -116'.
   const unknown = `Unknown system error ${errno}`
   const [code, description] = systemErrors.get(errno) ?? [unknown, unknown]
-  const withPath = syscall === 'open' && path !== undefined
+  const withPath = kTakesPath.has(syscall) && path !== undefined
   const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}`)
   err.errno = errno
   err.code = code

@@ -7,6 +7,9 @@
 module.exports = Object.freeze([
   'readFile',
   'readFiles',
+  'stat',
+  'lstat',
+  'access',
   'promises',
   'createReadStream',
   'ReadStream',

@@ -123,7 +123,7 @@ function readFiles(paths, options) {
 }
 
 /** fs.promises.readFile itself: a FileHandle is accepted, a plain fd is not. */
-const promises = { readFile: fsPromisesReadFile }
+const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access }
 
 /**
  * What configure() was given (the last valid value of each option). It is kept and
@@ -177,6 +177,9 @@ function isInstalled() {
 module.exports = {
   readFile,
   readFiles,
+  stat: fs.stat,
+  lstat: fs.lstat,
+  access: fs.access,
   promises,
   createReadStream,
   ReadStream,

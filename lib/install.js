@@ -2,8 +2,10 @@
 // install() / uninstall(): route existing node:fs callers through fairfs.
 //
 // Patched: fs.readFile, fs.promises.readFile (the same object as
-// require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, and a
-// FileHandle's readFile() and createReadStream(). ESM named imports of node:fs and
+// require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
+// FileHandle's readFile() and createReadStream(), and where the addon answers them
+// the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access (and so
+// fs.exists and fs.realpath, which call them) and their fs.promises forms. ESM named imports of node:fs and
 // node:fs/promises see the change too (module.syncBuiltinESMExports). Not patched:
 // the sync APIs (readFileSync and friends), which must block the caller by
 // definition and gain nothing from a pool, and the fs.read*/open primitives, whose
@@ -16,6 +18,9 @@
 const fs = require('node:fs')
 const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
+
+/** The metadata calls install() routes to the pool, callback and promise forms. */
+const kMetadata = ['stat', 'lstat', 'access']
 
 /** The node:fs functions install() replaced, or null when not installed. */
 let originals = null
@@ -39,6 +44,14 @@ function install(fairfs) {
   fs.readFile = api.readFileCallback
   fs.promises.readFile = api.promises.readFile
   fs.createReadStream = api.createReadStream
+  if (api.metadata) {
+    for (const name of kMetadata) {
+      originals[name] = fs[name]
+      originals[`promises.${name}`] = fs.promises[name]
+      fs[name] = api.metadata[name]
+      fs.promises[name] = api.metadata.promises[name]
+    }
+  }
   const open = originals.promisesOpen
   // FileHandle's prototype, learnt from `handle` while installed and not yet patched.
   const learn = (handle) => {
@@ -72,6 +85,12 @@ function uninstall() {
   fs.promises.readFile = originals.promisesReadFile
   fs.createReadStream = originals.createReadStream
   fs.promises.open = originals.promisesOpen
+  for (const name of kMetadata) {
+    if (name in originals) {
+      fs[name] = originals[name]
+      fs.promises[name] = originals[`promises.${name}`]
+    }
+  }
   if (handleOriginals) {
     for (const [name, fn] of Object.entries(handleOriginals)) handleProto[name] = fn
     handleOriginals = null

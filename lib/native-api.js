@@ -9,13 +9,22 @@
 
 const { Buffer } = require('node:buffer')
 const { types: { isProxy } } = require('node:util')
-const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
+const nodeFs = require('node:fs')
+// Taken before install() patches them.
+const { constants: { O_RDONLY }, readFile: nodeReadFile, stat: nodeStat, lstat: nodeLstat, access: nodeAccess } = nodeFs
+const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access }
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure, current, kFastPathMax } = require('./settings')
 const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
+const metadata = require('./metadata')
+
+/** stat, lstat and access: on the pool where the addon answers them, else node:fs's own. */
+const meta = metadata.supported
+  ? metadata
+  : { stat: nodeStat, lstat: nodeLstat, access: nodeAccess, promises: nodePromises }
 
 /**
  * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome
@@ -261,6 +270,9 @@ const promises = {
   readFile(path, options) {
     return readFilePromise(path, options, false)
   },
+  stat: meta.promises.stat,
+  lstat: meta.promises.lstat,
+  access: meta.promises.access,
 }
 
 /**
@@ -305,7 +317,7 @@ const patcher = require('./install')
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null })
 }
 
 /** Restores the node:fs functions `install()` replaced. */
@@ -316,6 +328,9 @@ function uninstall() {
 module.exports = {
   readFile,
   readFiles,
+  stat: meta.stat,
+  lstat: meta.lstat,
+  access: meta.access,
   promises,
   createReadStream,
   ReadStream,

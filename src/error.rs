@@ -38,6 +38,9 @@ pub enum Syscall {
     Fstat,
     Read,
     Close,
+    Stat,
+    Lstat,
+    Access,
 }
 
 impl Syscall {
@@ -47,12 +50,15 @@ impl Syscall {
             Syscall::Fstat => "fstat",
             Syscall::Read => "read",
             Syscall::Close => "close",
+            Syscall::Stat => "stat",
+            Syscall::Lstat => "lstat",
+            Syscall::Access => "access",
         }
     }
 
     /// node:fs attaches `path` only to errors of calls that take a path.
     pub fn takes_path(self) -> bool {
-        matches!(self, Syscall::Open)
+        matches!(self, Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access)
     }
 }
 

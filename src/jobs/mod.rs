@@ -4,9 +4,12 @@
 //! * [`stream`]: a read stream's open, block and close;
 //! * [`batch`] and [`pack`]: a `readFiles` batch, heard about once, its small results
 //!   packed into shared slabs;
+//! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`once`]: one step of other work.
 
 pub mod batch;
+#[cfg(unix)]
+pub mod metadata;
 pub mod once;
 pub mod pack;
 pub mod read_file;

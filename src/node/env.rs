@@ -17,7 +17,12 @@ pub enum Delivered {
     /// A stream block, and the most bytes each of its chunks holds.
     Chunk(std::result::Result<PooledBytes, ReadError>, usize),
     Opened(std::result::Result<OpenedFd, ReadError>),
-    Closed(std::result::Result<(), ReadError>),
+    /// A call with no result: a close, an `access` that found what it asked for.
+    Done(std::result::Result<(), ReadError>),
+    /// The fields of an `fs.Stats` (`stat`, `lstat`, `fstat`), for a `BigIntStats` if
+    /// the flag is set.
+    #[cfg(unix)]
+    Stats(std::result::Result<crate::sys::StatSlots, ReadError>, bool),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
     Batch(Vec<PooledBytes>, Vec<std::result::Result<Packed, ReadError>>),
     /// Cancelled before it ran.

@@ -42,6 +42,8 @@ use crate::error::ReadError;
 use crate::external_memory::Ledger;
 use crate::job::Job;
 use crate::jobs::batch::{BatchDone, BatchSlots};
+#[cfg(unix)]
+use crate::jobs::metadata::{Answer, Query};
 use crate::jobs::once::OnceJob;
 use crate::jobs::pack::Packed;
 use crate::jobs::read_file::{FilledOutcome, MemoryAsker, ReadFileJob};
@@ -269,7 +271,7 @@ pub fn close_fd(env: Env, fd: i32) -> Result<f64> {
     state(&env)?.fds.remove(&fd);
     let id = submit(&env, |deliver| {
         let work = move || (stream::close(fd), 0);
-        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Closed))))
+        Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done))))
     })?;
     state(&env)?.closing.insert(id as u64);
     Ok(id)
@@ -332,4 +334,36 @@ pub fn configure(
     if let Some(max) = max_pooled_bytes {
         buffer_pool::global().set_max_pooled_bytes(max as usize);
     }
+}
+
+/// `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the
+/// `fs.Stats` fields, or a BigInt64Array if `bigint`.
+#[cfg(unix)]
+#[napi]
+pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bool) -> Result<f64> {
+    let path = c_path(&path)?;
+    submit_query(&env, Query::Stat { path, follow }, bigint)
+}
+
+/// `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
+/// error.
+#[cfg(unix)]
+#[napi]
+pub fn access_path(env: Env, path: Either<String, &[u8]>, mode: i32) -> Result<f64> {
+    let path = c_path(&path)?;
+    submit_query(&env, Query::Access { path, mode }, false)
+}
+
+#[cfg(unix)]
+fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
+    submit(env, |deliver| {
+        query.into_job(move |answer| {
+            deliver(match answer {
+                None => Delivered::Cancelled,
+                Some(Ok(Answer::Stats(slots))) => Delivered::Stats(Ok(slots), bigint),
+                Some(Ok(Answer::Allowed)) => Delivered::Done(Ok(())),
+                Some(Err(e)) => Delivered::Stats(Err(e), bigint),
+            })
+        })
+    })
 }

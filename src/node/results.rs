@@ -334,11 +334,19 @@ impl ToNapiValue for Batch {
                     }
                     out.set(slot, fd)?
                 }
-                Delivered::Closed(Ok(())) => out.set(slot, ())?,
+                Delivered::Done(Ok(())) => out.set(slot, ())?,
+                #[cfg(unix)]
+                Delivered::Stats(Ok(slots), false) => {
+                    out.set(slot, Float64Array::new(slots.map(|v| v as f64).to_vec()))?
+                }
+                #[cfg(unix)]
+                Delivered::Stats(Ok(slots), true) => out.set(slot, BigInt64Array::new(slots.to_vec()))?,
                 Delivered::Bytes(Err(e))
                 | Delivered::Chunk(Err(e), _)
                 | Delivered::Opened(Err(e))
-                | Delivered::Closed(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
+                | Delivered::Done(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
+                #[cfg(unix)]
+                Delivered::Stats(Err(e), _) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
                 Delivered::Batch(slabs, results) => {
                     // [slabs, spans, others]: result j is `len` bytes at `offset` of

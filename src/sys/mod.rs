@@ -10,6 +10,9 @@
 //! | Windows | [`std_io`]: `std::fs::File` behind CRT fds | none |
 //! | any unix with `--cfg fairfs_portable` | [`std_io`] | none |
 //!
+//! Metadata (`stat`, `lstat`, `fstat`, `access`) is [`metadata`] on every unix:
+//! `statx` on Linux, `fstatat` elsewhere; Windows has none yet.
+//!
 //! `--cfg fairfs_portable` exists so that `cargo test` on Linux runs the code that
 //! Windows gets: the std-based file I/O and every "no accelerator" fallback.
 //!
@@ -23,6 +26,8 @@ use crate::error::FsError;
 
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 mod linux;
+#[cfg(unix)]
+mod metadata;
 #[cfg(any(windows, fairfs_portable))]
 mod std_io;
 #[cfg(all(unix, not(fairfs_portable)))]
@@ -32,6 +37,9 @@ mod unix;
 use std_io as imp;
 #[cfg(all(unix, not(fairfs_portable)))]
 use unix as imp;
+
+#[cfg(unix)]
+pub use metadata::{access, stat, StatSlots, Target};
 
 /// A file descriptor as Node hands them out: a POSIX fd on unix, a C runtime fd on
 /// Windows (what libuv's `uv_fs_open` returns there).

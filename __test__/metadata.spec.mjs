@@ -1,0 +1,183 @@
+// stat, lstat and access, differential against node:fs: the same fs.Stats and
+// BigIntStats (prototype, own fields in order, values, Dates), the same errors field
+// by field, the same argument errors, in callback and promise forms; and install()
+// routes node:fs's own functions (and fs.realpath and fs.exists, which call them).
+import test from 'ava'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError } from './helpers.mjs'
+
+// Taken before any install() in this file.
+const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, promises: { ...fs.promises } }
+
+/** Everything a user can observe of a Stats object, or of an error. */
+function describe(value) {
+  if (value instanceof Error) return { error: describeError(value) }
+  if (value === undefined || value === null) return { value }
+  const proto = Object.getPrototypeOf(value)
+  const fields = Object.keys(value).map((k) => [k, typeof value[k] === 'bigint' ? `${value[k]}n` : value[k]])
+  const dates = ['atime', 'mtime', 'ctime', 'birthtime'].map((k) => value[k].getTime())
+  const kinds = ['isFile', 'isDirectory', 'isSymbolicLink', 'isFIFO'].map((k) => value[k]())
+  return { proto: proto === fs.Stats.prototype ? 'Stats' : proto.constructor.name, fields, dates, kinds, ownAfter: Object.keys(value) }
+}
+
+/** The outcome of `call(cb)`: a synchronous throw, or what the callback was given. */
+function viaCallback(call) {
+  return new Promise((resolve) => {
+    try {
+      call(function (...args) {
+        const [err, value] = args
+        resolve({ args: args.length, thisIsUndefined: this === undefined, ...(err ? describe(err) : describe(value)) })
+      })
+    } catch (err) {
+      resolve({ threw: describeError(err) })
+    }
+  })
+}
+
+async function viaPromise(call) {
+  let p
+  try {
+    p = call()
+  } catch (err) {
+    return { threw: describeError(err) }
+  }
+  try {
+    return describe(await p)
+  } catch (err) {
+    return describe(err)
+  }
+}
+
+const dir = fs.mkdtempSync(tmpPath('meta'))
+const { path: file } = makeFile(12_345, 'meta-file')
+const targets = {
+  file,
+  dir,
+  'link to file': path.join(dir, 'to-file'),
+  'link to dir': path.join(dir, 'to-dir'),
+  'dangling link': path.join(dir, 'dangling'),
+  'link loop': path.join(dir, 'loop-a'),
+  missing: path.join(dir, 'missing'),
+  'file as a dir': path.join(file, 'x'),
+  'non-UTF-8 name (Buffer)': Buffer.concat([Buffer.from(dir + '/'), Buffer.from([0xff, 0xfe, 0x41])]),
+  'a file URL': new URL(`file://${file}`),
+}
+fs.symlinkSync(file, targets['link to file'])
+fs.symlinkSync(dir, targets['link to dir'])
+fs.symlinkSync(path.join(dir, 'nowhere'), targets['dangling link'])
+fs.symlinkSync(path.join(dir, 'loop-b'), targets['link loop'])
+fs.symlinkSync(targets['link loop'], path.join(dir, 'loop-b'))
+fs.writeFileSync(targets['non-UTF-8 name (Buffer)'], 'odd name')
+// Times before 1970 and with fractions of a millisecond, which Dates round.
+const old = makeFile(10, 'old-file').path
+fs.utimesSync(old, -1234.5678, -98765.4321)
+targets['times before 1970'] = old
+
+for (const kind of ['stat', 'lstat']) {
+  for (const [what, target] of Object.entries(targets)) {
+    for (const bigint of [false, true]) {
+      const options = bigint ? { bigint: true } : undefined
+      test(`${kind} of ${what}${bigint ? ', bigint' : ''}: callback as node:fs`, async (t) => {
+        const args = options ? [target, options] : [target]
+        const theirs = await viaCallback((cb) => node[kind](...args, cb))
+        const ours = await viaCallback((cb) => fairfs[kind](...args, cb))
+        t.deepEqual(ours, theirs)
+      })
+      test(`${kind} of ${what}${bigint ? ', bigint' : ''}: promise as node:fs`, async (t) => {
+        const theirs = await viaPromise(() => node.promises[kind](target, options))
+        const ours = await viaPromise(() => fairfs.promises[kind](target, options))
+        t.deepEqual(ours, theirs)
+      })
+    }
+  }
+}
+
+const { F_OK, R_OK, W_OK, X_OK } = fs.constants
+for (const [what, target] of Object.entries({ file, dir, missing: targets.missing, 'dangling link': targets['dangling link'], 'file as a dir': targets['file as a dir'] })) {
+  for (const mode of [undefined, F_OK, R_OK, W_OK | X_OK, X_OK]) {
+    test(`access of ${what}, mode ${mode}: callback and promise as node:fs`, async (t) => {
+      const args = mode === undefined ? [target] : [target, mode]
+      t.deepEqual(await viaCallback((cb) => fairfs.access(...args, cb)), await viaCallback((cb) => node.access(...args, cb)))
+      t.deepEqual(await viaPromise(() => fairfs.promises.access(...args)), await viaPromise(() => node.promises.access(...args)))
+    })
+  }
+}
+
+const badCalls = {
+  'a number as path': [123],
+  'null as path': [null],
+  'a path with a NUL byte': ['a\u0000b'],
+  'an http URL': [new URL('http://example.com/')],
+  'null options': [file, null],
+}
+for (const kind of ['stat', 'lstat']) {
+  for (const [what, args] of Object.entries(badCalls)) {
+    test(`${kind} with ${what}: the same error as node:fs`, async (t) => {
+      t.deepEqual(await viaCallback((cb) => fairfs[kind](...args, cb)), await viaCallback((cb) => node[kind](...args, cb)))
+      t.deepEqual(await viaPromise(() => fairfs.promises[kind](...args)), await viaPromise(() => node.promises[kind](...args)))
+    })
+  }
+  test(`${kind} without a callback throws as node:fs`, (t) => {
+    const theirs = t.throws(() => node[kind](file))
+    const ours = t.throws(() => fairfs[kind](file))
+    t.deepEqual(describeError(ours), describeError(theirs))
+  })
+}
+for (const [what, mode] of Object.entries({ 'mode 8': 8, 'mode -1': -1, 'mode 1.5': 1.5, "mode 'r'": 'r', 'mode NaN': NaN })) {
+  test(`access with ${what}: the same error as node:fs`, async (t) => {
+    t.deepEqual(await viaCallback((cb) => fairfs.access(file, mode, cb)), await viaCallback((cb) => node.access(file, mode, cb)))
+    t.deepEqual(await viaPromise(() => fairfs.promises.access(file, mode)), await viaPromise(() => node.promises.access(file, mode)))
+  })
+}
+test('access without a callback throws as node:fs', (t) => {
+  t.deepEqual(describeError(t.throws(() => fairfs.access(file, F_OK))), describeError(t.throws(() => node.access(file, F_OK))))
+})
+
+test('a rejected promise shows its async caller in the stack, as node:fs does', async (t) => {
+  async function callerOfOurs() {
+    await fairfs.promises.access(targets.missing)
+  }
+  async function callerOfNodes() {
+    await node.promises.access(targets.missing)
+  }
+  const ours = await callerOfOurs().catch((e) => e)
+  const theirs = await callerOfNodes().catch((e) => e)
+  t.regex(theirs.stack, /at async callerOfNodes/)
+  t.regex(ours.stack, /at async callerOfOurs/)
+})
+
+nativeOnly(test.serial)('stat runs on the pool', async (t) => {
+  const before = fairfs.stats().completed
+  await fairfs.promises.stat(file)
+  await new Promise((resolve) => fairfs.lstat(file, resolve))
+  t.true(fairfs.stats().completed >= before + 2)
+})
+
+nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and exists to the pool; uninstall() restores them', async (t) => {
+  const originals = [fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access]
+  fairfs.install()
+  t.teardown(() => fairfs.uninstall())
+  t.is(fs.stat, fairfs.stat)
+  t.is(fs.promises.access, fairfs.promises.access)
+  const before = fairfs.stats().completed
+  const viaNode = {
+    stat: await fs.promises.stat(file),
+    realpath: await new Promise((resolve, reject) => fs.realpath(targets['link to file'], (e, p) => (e ? reject(e) : resolve(p)))),
+    exists: await new Promise((resolve) => fs.exists(targets['link to dir'], resolve)),
+    missing: await new Promise((resolve) => fs.exists(targets.missing, resolve)),
+  }
+  t.true(fairfs.stats().completed > before, 'they went through the pool')
+  t.is(viaNode.stat.size, 12_345)
+  t.is(viaNode.realpath, fs.realpathSync(file))
+  t.true(viaNode.exists)
+  t.false(viaNode.missing)
+  fairfs.uninstall()
+  t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access], originals)
+})
+
+const nodeBackendOnly = isNative ? (title, fn) => test.skip(`${title} [node backend]`, fn) : test
+nodeBackendOnly('on the node backend they are node:fs\'s own', (t) => {
+  t.is(fairfs.stat, fs.stat)
+  t.is(fairfs.promises.access, fs.promises.access)
+})

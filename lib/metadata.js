@@ -1,0 +1,130 @@
+'use strict'
+// stat, lstat and access on fairfs's pool (src/jobs/metadata.rs), with node:fs's
+// results and errors, in callback and promise forms. Metadata calls are small jobs:
+// they wait behind no big read's chunks and never queue on libuv's threads behind
+// crypto, zlib or dns.lookup.
+//
+// Arguments: a call fairfs takes as it is (a string, Buffer or file: URL path without
+// NUL bytes, a callback, an access mode node:fs accepts) goes to the pool; any other
+// goes to node:fs's own function, which throws or rejects exactly as node:fs does on
+// this Node line (their messages differ between lines).
+
+const nodeFs = require('node:fs')
+const { binding, track, nativeError } = require('./native')
+const { validatePath } = require('./args')
+const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
+
+const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
+/** node:fs's own functions, taken before install() replaces them. */
+const node = {
+  stat: nodeFs.stat,
+  lstat: nodeFs.lstat,
+  access: nodeFs.access,
+  promises: { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access },
+}
+
+/** Whether the addon answers metadata calls (every unix; not Windows yet). */
+const supported = typeof binding.statPath === 'function'
+
+const kMaxAccessMode = F_OK | R_OK | W_OK | X_OK
+
+/** `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge it. */
+function acceptedPath(path) {
+  if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
+  try {
+    return validatePath(path)
+  } catch {
+    return null
+  }
+}
+
+/** An access mode node:fs takes (its getValidMode), with its default. */
+function acceptedMode(mode) {
+  if (mode == null) return F_OK
+  return Number.isInteger(mode) && mode >= 0 && mode <= kMaxAccessMode ? mode : null
+}
+
+/** Submits a stat (`follow`) or lstat of `target` and calls `done(error, stats)`. */
+function submitStat(follow, target, bigint, done) {
+  track(binding.statPath(target.native, follow, bigint), (result) => {
+    if (result instanceof Float64Array) return done(undefined, statsFromSlots(result))
+    if (result instanceof BigInt64Array) return done(undefined, bigIntStatsFromSlots(result))
+    done(nativeError(result, target.display))
+  })
+}
+
+/** Submits an access check of `target` and calls `done(error)`. */
+function submitAccess(target, mode, done) {
+  track(binding.accessPath(target.native, mode), (result) => done(result === undefined ? undefined : nativeError(result, target.display)))
+}
+
+/** `fn` named `name`, as node:fs's own function is. */
+const named = (name, fn) => Object.defineProperty(fn, 'name', { value: name })
+
+/** fs.stat / fs.lstat: `(path, options?, callback)`. */
+function statCallback(kind) {
+  const follow = kind === 'stat'
+  return named(kind, function (path, options = { bigint: false }, callback) {
+    if (typeof options === 'function') {
+      callback = options
+      options = {}
+    }
+    const target = typeof callback === 'function' && options !== null ? acceptedPath(path) : null
+    if (target === null) return Reflect.apply(node[kind], undefined, arguments)
+    // Called as node:fs calls it: with `this` undefined, and (null, stats) on success.
+    submitStat(follow, target, Boolean(options.bigint), (error, stats) => (error ? callback(error) : callback(null, stats)))
+  })
+}
+
+/** fs.access(path, mode?, callback). */
+function access(path, mode, callback) {
+  if (typeof mode === 'function') {
+    callback = mode
+    mode = F_OK
+  }
+  const valid = acceptedMode(mode)
+  const target = typeof callback === 'function' && valid !== null ? acceptedPath(path) : null
+  if (target === null) return Reflect.apply(node.access, undefined, arguments)
+  submitAccess(target, valid, (error) => (error ? callback(error) : callback(null)))
+}
+
+/**
+ * node:fs/promises' handleErrorFromBinding: the error's stack is taken where the
+ * promise settles, inside the awaiting call, so that it shows the caller as
+ * node:fs's does.
+ */
+function withCallerStack(error) {
+  Error.captureStackTrace(error, withCallerStack)
+  throw error
+}
+
+/** fs.promises.stat / lstat. */
+function statPromise(kind) {
+  const follow = kind === 'stat'
+  return named(kind, async function (path, options = { bigint: false }) {
+    const target = options !== null ? acceptedPath(path) : null
+    if (target === null) return node.promises[kind](path, options)
+    return await new Promise((resolve, reject) =>
+      submitStat(follow, target, Boolean(options.bigint), (error, stats) => (error ? reject(error) : resolve(stats))),
+    ).then(undefined, withCallerStack)
+  })
+}
+
+/** fs.promises.access(path, mode?). */
+async function accessPromise(path, mode = F_OK) {
+  const valid = acceptedMode(mode)
+  const target = valid !== null ? acceptedPath(path) : null
+  if (target === null) return node.promises.access(path, mode)
+  return await new Promise((resolve, reject) => submitAccess(target, valid, (error) => (error ? reject(error) : resolve()))).then(
+    undefined,
+    withCallerStack,
+  )
+}
+
+module.exports = {
+  supported,
+  stat: statCallback('stat'),
+  lstat: statCallback('lstat'),
+  access,
+  promises: { stat: statPromise('stat'), lstat: statPromise('lstat'), access: named('access', accessPromise) },
+}

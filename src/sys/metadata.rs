@@ -1,0 +1,194 @@
+//! `stat`, `lstat`, `fstat` and `access` as libuv makes them, with every field
+//! node:fs puts in an `fs.Stats`.
+//!
+//! On Linux libuv asks `statx` for the basic fields and the birth time, and falls
+//! back to `fstatat` for good where the kernel or the file system refuses `statx`
+//! (birth time is then the change time). It goes through `syscall(2)`: glibc's
+//! wrapper needs glibc 2.28, and the release binary must load on 2.17. Elsewhere
+//! (and with `--cfg fairfs_portable`) it is `fstatat`/`fstat`, with the birth time
+//! where the platform keeps one.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+
+use super::Fd;
+use crate::error::{FsError, Syscall};
+
+/// What an `fs.Stats` is made of, in Node's order: dev, mode, nlink, uid, gid, rdev,
+/// blksize, ino, size, blocks, then (seconds, nanoseconds) of atime, mtime, ctime and
+/// birthtime.
+pub type StatSlots = [i64; 18];
+
+/// What to ask about.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// `stat`: a path, following a final symlink.
+    Path(&'a CStr),
+    /// `lstat`: a path, about a final symlink itself.
+    Link(&'a CStr),
+    /// `fstat`: an open fd.
+    Fd(Fd),
+}
+
+impl Target<'_> {
+    fn syscall(&self) -> Syscall {
+        match self {
+            Target::Path(_) => Syscall::Stat,
+            Target::Link(_) => Syscall::Lstat,
+            Target::Fd(_) => Syscall::Fstat,
+        }
+    }
+}
+
+/// The `fs.Stats` fields of `target`, or node:fs's error.
+pub fn stat(target: Target) -> Result<StatSlots, FsError> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    if let Some(slots) = statx(target)? {
+        return Ok(slots);
+    }
+    fstatat(target)
+}
+
+/// `access(2)` with `mode` (`fs.constants.F_OK`, `R_OK`, `W_OK`, `X_OK`).
+pub fn access(path: &CStr, mode: i32) -> Result<(), FsError> {
+    // SAFETY: `path` is NUL-terminated for the duration of the call.
+    if unsafe { libc::access(path.as_ptr(), mode) } < 0 {
+        return Err(FsError::last(Syscall::Access));
+    }
+    Ok(())
+}
+
+/// `fstatat` (or `fstat` for an fd), as libuv calls it where there is no `statx`.
+fn fstatat(target: Target) -> Result<StatSlots, FsError> {
+    let mut st = MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `st` is writable memory of stat's size and any path is NUL-terminated;
+    // the calls only write into `st`.
+    let r = unsafe {
+        match target {
+            Target::Path(p) => libc::stat(p.as_ptr(), st.as_mut_ptr()),
+            Target::Link(p) => libc::lstat(p.as_ptr(), st.as_mut_ptr()),
+            Target::Fd(fd) => libc::fstat(fd, st.as_mut_ptr()),
+        }
+    };
+    if r < 0 {
+        return Err(FsError::last(target.syscall()));
+    }
+    // SAFETY: the call returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    let (birth, birth_ns) = birth_time(&st);
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    Ok([
+        st.st_dev as i64,
+        st.st_mode as i64,
+        st.st_nlink as i64,
+        st.st_uid as i64,
+        st.st_gid as i64,
+        st.st_rdev as i64,
+        st.st_blksize as i64,
+        st.st_ino as i64,
+        st.st_size as i64,
+        st.st_blocks as i64,
+        st.st_atime as i64,
+        st.st_atime_nsec as i64,
+        st.st_mtime as i64,
+        st.st_mtime_nsec as i64,
+        st.st_ctime as i64,
+        st.st_ctime_nsec as i64,
+        birth,
+        birth_ns,
+    ])
+}
+
+/// The birth time where the platform keeps one; libuv gives the change time elsewhere.
+#[allow(clippy::unnecessary_cast)]
+fn birth_time(st: &libc::stat) -> (i64, i64) {
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    return (st.st_birthtime as i64, st.st_birthtime_nsec as i64);
+    #[cfg(not(any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+    (st.st_ctime as i64, st.st_ctime_nsec as i64)
+}
+
+/// `statx` as libuv calls it; `None` where the kernel or file system refuses it, after
+/// which every call goes to [`fstatat`], as libuv's does.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn statx(target: Target) -> Result<Option<StatSlots>, FsError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static NO_STATX: AtomicBool = AtomicBool::new(false);
+    if NO_STATX.load(Ordering::Relaxed) {
+        return Ok(None);
+    }
+    const EMPTY: &CStr = c"";
+    let (dirfd, path, flags) = match target {
+        Target::Path(p) => (libc::AT_FDCWD, p, 0),
+        Target::Link(p) => (libc::AT_FDCWD, p, libc::AT_SYMLINK_NOFOLLOW),
+        Target::Fd(fd) => (fd, EMPTY, libc::AT_EMPTY_PATH),
+    };
+    // STATX_BASIC_STATS | STATX_BTIME, as libuv asks.
+    let mask: libc::c_uint = 0xFFF;
+    let mut sx = MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `sx` is writable memory of statx's size;
+    // the kernel only reads the path and writes `sx`.
+    let r = unsafe { libc::syscall(libc::SYS_statx, dirfd, path.as_ptr(), flags, mask, sx.as_mut_ptr()) };
+    if r < 0 {
+        let e = FsError::last(target.syscall());
+        if matches!(e.os, libc::ENOSYS | libc::EINVAL | libc::EPERM | libc::EOPNOTSUPP) {
+            NO_STATX.store(true, Ordering::Relaxed);
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    // SAFETY: statx returned 0, so it filled `sx` (and it was zeroed before).
+    let sx = unsafe { sx.assume_init() };
+    let dev = libc::makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    let rdev = libc::makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+    Ok(Some([
+        dev as i64,
+        sx.stx_mode as i64,
+        sx.stx_nlink as i64,
+        sx.stx_uid as i64,
+        sx.stx_gid as i64,
+        rdev as i64,
+        sx.stx_blksize as i64,
+        sx.stx_ino as i64,
+        sx.stx_size as i64,
+        sx.stx_blocks as i64,
+        sx.stx_atime.tv_sec,
+        sx.stx_atime.tv_nsec as i64,
+        sx.stx_mtime.tv_sec,
+        sx.stx_mtime.tv_nsec as i64,
+        sx.stx_ctime.tv_sec,
+        sx.stx_ctime.tv_nsec as i64,
+        sx.stx_btime.tv_sec,
+        sx.stx_btime.tv_nsec as i64,
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lstat_and_fstat_agree_with_std() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"hello").unwrap();
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let c = |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&file).unwrap();
+        let s = stat(Target::Path(&c(&link))).unwrap();
+        assert_eq!((s[7] as u64, s[8], s[1] as u32), (meta.ino(), 5, meta.mode()), "stat follows the link");
+        assert_eq!((s[12], s[13]), (meta.mtime(), meta.mtime_nsec()));
+        let l = stat(Target::Link(&c(&link))).unwrap();
+        assert_eq!(l[1] as u32 & libc::S_IFMT, libc::S_IFLNK, "lstat is about the link");
+        let f = std::fs::File::open(&file).unwrap();
+        use std::os::fd::AsRawFd;
+        assert_eq!(stat(Target::Fd(f.as_raw_fd())).unwrap()[..16], s[..16]);
+        let missing = stat(Target::Path(&c(&dir.path().join("none")))).unwrap_err();
+        assert_eq!((missing.os, missing.syscall), (libc::ENOENT, Syscall::Stat));
+        assert_eq!(stat(Target::Fd(-1)).unwrap_err().syscall, Syscall::Fstat);
+        assert!(access(&c(&file), libc::R_OK).is_ok());
+        assert_eq!(access(&c(&dir.path().join("none")), libc::F_OK).unwrap_err().syscall, Syscall::Access);
+    }
+}
