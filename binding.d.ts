@@ -67,6 +67,9 @@ export declare function endFlow(flow: number): void
  */
 export declare function forgetFd(fd: number): void
 
+/** `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`). */
+export declare function fstatFd(fd: number, bigint: boolean): number
+
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
 

@@ -843,6 +843,7 @@ module.exports.closeFd = nativeBinding.closeFd
 module.exports.configure = nativeBinding.configure
 module.exports.endFlow = nativeBinding.endFlow
 module.exports.forgetFd = nativeBinding.forgetFd
+module.exports.fstatFd = nativeBinding.fstatFd
 module.exports.init = nativeBinding.init
 module.exports.newFlow = nativeBinding.newFlow
 module.exports.openCached = nativeBinding.openCached

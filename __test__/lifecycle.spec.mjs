@@ -105,6 +105,19 @@ test('a callback that throws does not stop the other reads of its batch', async 
   t.regex(r.stdout, /settled 5/)
 })
 
+test('an exception from a callback is reported from the line that threw it, as node:fs reports it', async (t) => {
+  // Node's own test-fs-readfile-error.js: the report names the user's file and line.
+  const script = tmpPath('throws-here.js')
+  const index = fileURLToPath(new URL('../index.js', import.meta.url))
+  fs.writeFileSync(script, `require(${JSON.stringify(index)}).readFile('/', function (err) {\n  if (err) throw err\n})\n`)
+  const r = await new Promise((resolve) =>
+    execFile(process.execPath, [script], { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err?.code, stderr })),
+  )
+  t.is(r.code, 1)
+  t.true(r.stderr.startsWith(`${script}:2\n  if (err) throw err\n`), r.stderr.slice(0, 300))
+  t.regex(r.stderr, /EISDIR: illegal operation on a directory, read/)
+})
+
 nativeOnly(test)('the release addon carries no test hook: FAIRFS_TEST_PANIC_PATH changes nothing', async (t) => {
   const addon = process.env.NAPI_RS_NATIVE_LIBRARY_PATH ??
     fileURLToPath(new URL(`../fairfs.${process.platform}-${process.arch}-gnu.node`, import.meta.url))

@@ -176,6 +176,22 @@ nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and e
   t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access], originals)
 })
 
+nativeOnly(test.serial)("install(): a FileHandle's stat() is node:fs's, read on the pool; a closed handle fails as node:fs", async (t) => {
+  const theirs = await fs.promises.open(file)
+  const expected = [describe(await theirs.stat()), describe(await theirs.stat({ bigint: true }))]
+  await theirs.close()
+  const closedExpected = describe(await theirs.stat().catch((e) => e))
+  fairfs.install()
+  t.teardown(() => fairfs.uninstall())
+  const handle = await fs.promises.open(file)
+  const before = fairfs.stats().completed
+  const got = [describe(await handle.stat()), describe(await handle.stat({ bigint: true }))]
+  t.true(fairfs.stats().completed >= before + 2, 'both went through the pool')
+  t.deepEqual(got, expected)
+  await handle.close()
+  t.deepEqual(describe(await handle.stat().catch((e) => e)), closedExpected)
+})
+
 const nodeBackendOnly = isNative ? (title, fn) => test.skip(`${title} [node backend]`, fn) : test
 nodeBackendOnly('on the node backend they are node:fs\'s own', (t) => {
   t.is(fairfs.stat, fs.stat)

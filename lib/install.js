@@ -104,7 +104,8 @@ function isInstalled() {
 }
 
 /**
- * Routes a FileHandle's readFile() and createReadStream() through fairfs. close()
+ * Routes a FileHandle's readFile(), createReadStream() and (with the metadata calls)
+ * stat() through fairfs. close()
  * waits for fairfs reads in flight on the handle, as Node's own close() waits for its
  * operations, so a closed (and reused) fd is never read.
  */
@@ -112,6 +113,16 @@ function patchFileHandle(proto) {
   handleProto = proto
   handleOriginals = { readFile: proto.readFile, createReadStream: proto.createReadStream }
   const originalReadFile = handleOriginals.readFile
+  if (api.metadata) {
+    const originalStat = (handleOriginals.stat = proto.stat)
+    proto.stat = {
+      stat(options) {
+        // A closed handle, or options node:fs must judge: node's own outcome.
+        if (this.fd === -1 || options === null) return originalStat.call(this, options)
+        return api.metadata.handleStat(this, options)
+      },
+    }.stat
+  }
 
   proto.readFile = {
     readFile(options) {

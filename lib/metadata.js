@@ -13,6 +13,7 @@ const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
 const { validatePath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
+const { hold } = require('./filehandle')
 
 const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
 /** node:fs's own functions, taken before install() replaces them. */
@@ -44,13 +45,18 @@ function acceptedMode(mode) {
   return Number.isInteger(mode) && mode >= 0 && mode <= kMaxAccessMode ? mode : null
 }
 
-/** Submits a stat (`follow`) or lstat of `target` and calls `done(error, stats)`. */
-function submitStat(follow, target, bigint, done) {
-  track(binding.statPath(target.native, follow, bigint), (result) => {
+/** Calls `done(error, stats)` with the outcome of stat request `id`. */
+function trackStats(id, display, done) {
+  track(id, (result) => {
     if (result instanceof Float64Array) return done(undefined, statsFromSlots(result))
     if (result instanceof BigInt64Array) return done(undefined, bigIntStatsFromSlots(result))
-    done(nativeError(result, target.display))
+    done(nativeError(result, display))
   })
+}
+
+/** Submits a stat (`follow`) or lstat of `target` and calls `done(error, stats)`. */
+function submitStat(follow, target, bigint, done) {
+  trackStats(binding.statPath(target.native, follow, bigint), target.display, done)
 }
 
 /** Submits an access check of `target` and calls `done(error)`. */
@@ -121,7 +127,24 @@ async function accessPromise(path, mode = F_OK) {
   )
 }
 
+/**
+ * A FileHandle's stat(options): an fstat of its fd on the pool, holding the handle
+ * open meanwhile (close() waits for it, as for node's own operations).
+ */
+async function handleStat(handle, options = { bigint: false }) {
+  const bigint = Boolean(options.bigint)
+  const release = hold(handle)
+  try {
+    return await new Promise((resolve, reject) =>
+      trackStats(binding.fstatFd(handle.fd, bigint), undefined, (error, stats) => (error ? reject(error) : resolve(stats))),
+    ).then(undefined, withCallerStack)
+  } finally {
+    release()
+  }
+}
+
 module.exports = {
+  handleStat,
   supported,
   stat: statCallback('stat'),
   lstat: statCallback('lstat'),

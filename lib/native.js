@@ -27,22 +27,32 @@ function censusLibuvThreads() {
   for (let i = 0; i < size; i++) binding.censusHostPool(size).catch(() => {})
 }
 
-/** Receives `[id, result, id, result, ...]` from the native side. */
+/**
+ * Receives `[id, result, id, result, ...]` from the native side. The results are
+ * delivered on the next tick, outside the addon's call, so that an exception from a
+ * user's callback is reported from where the user threw it, as node:fs's are.
+ */
 function onComplete(batch) {
-  let thrown
-  for (let i = 0; i < batch.length; i += 2) {
-    const handler = inFlight.get(batch[i])
-    if (handler === undefined) continue
-    inFlight.delete(batch[i])
-    try {
+  process.nextTick(deliver, batch, 0)
+}
+
+/**
+ * Hands each result from `start` on to its handler. A handler that throws (a user's
+ * callback) is not caught: the exception leaves from the user's own frame, as from
+ * node:fs, and the rest of the batch is delivered on the next tick.
+ */
+function deliver(batch, start) {
+  let i = start
+  try {
+    for (; i < batch.length; i += 2) {
+      const handler = inFlight.get(batch[i])
+      if (handler === undefined) continue
+      inFlight.delete(batch[i])
       handler(batch[i + 1])
-    } catch (err) {
-      // A user callback threw. Deliver the rest of the batch first, then let the
-      // error surface as an uncaught exception, as it would from node:fs.
-      thrown ??= { err }
     }
+  } finally {
+    if (i < batch.length) process.nextTick(deliver, batch, i + 2)
   }
-  if (thrown) process.nextTick(() => { throw thrown.err })
 }
 
 /** Registers `handler` for the request `id` returned by a binding call. */

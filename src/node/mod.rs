@@ -345,6 +345,13 @@ pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bo
     submit_query(&env, Query::Stat { path, follow }, bigint)
 }
 
+/// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
+#[cfg(unix)]
+#[napi]
+pub fn fstat_fd(env: Env, fd: i32, bigint: bool) -> Result<f64> {
+    submit_query(&env, Query::Fstat(fd), bigint)
+}
+
 /// `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
 /// error.
 #[cfg(unix)]

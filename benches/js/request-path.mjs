@@ -1,0 +1,113 @@
+// request-path: a static file server whose libuv pool is busy. The server process keeps
+// four crypto.pbkdf2 hashes in flight (a login endpoint under load, on libuv's four
+// threads) while autocannon asks it for 100 different 1 KiB files. Each request makes
+// the server stat the file (send, @fastify/send) before it reads it, and on node:fs
+// both queue behind the hashes. Sides: node:fs, node:fs with UV_THREADPOOL_SIZE=64 (the
+// usual advice), and fairfs/register; plain http (examples/static-server.mjs) and
+// fastify with @fastify/static. Also the idle servers, for what the hashes cost.
+
+import path from 'node:path'
+import { fork, spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { KiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, fmtRatio } from './common.mjs'
+
+export const name = 'request-path'
+export const title = 'request-path: 1 KiB requests while 4 pbkdf2 hashes fill libuv\'s pool'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const repo = path.join(here, '..', '..')
+const SERVERS = {
+  http: path.join(repo, 'examples', 'static-server.mjs'),
+  fastify: path.join(here, 'server', 'fastify-server.mjs'),
+}
+const HASHES = 4
+const CONNECTIONS = 4
+const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
+const SIDES = ['http', 'fastify'].flatMap((kind) => [...LIBS.map((lib) => `${kind} ${lib}`), `${kind} node:fs idle`, `${kind} fairfs idle`])
+
+function startServer(side, dir) {
+  const [kind, lib, variant] = side.split(' ')
+  const execArgv = ['--import', path.join(here, 'server', 'hashes.mjs')]
+  if (lib === 'fairfs') execArgv.push('--import', 'fairfs/register')
+  const env = { ...process.env, FAIRFS_BENCH_HASHES: variant === 'idle' ? '0' : String(HASHES) }
+  if (variant === 'UV64') env.UV_THREADPOOL_SIZE = '64'
+  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, env, cwd: repo, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  return new Promise((resolve, reject) => {
+    child.once('message', ({ port }) => resolve({ child, port }))
+    child.once('exit', (code) => reject(new Error(`${side} server exited with ${code}`)))
+  })
+}
+
+function hashesDone(child) {
+  return new Promise((resolve) => {
+    child.once('message', ({ hashes }) => resolve(hashes))
+    child.send('hashes')
+  })
+}
+
+function smalls(port, ms) {
+  const proc = spawn(process.execPath, [path.join(here, 'server', 'smalls.mjs'), port, CONNECTIONS, ms].map(String), { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  proc.stdout.setEncoding('utf8').on('data', (d) => { out += d })
+  return new Promise((resolve, reject) => {
+    proc.on('error', reject)
+    proc.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`smalls.mjs exited with ${code}`))))
+  })
+}
+
+export async function run({ quick, progress }) {
+  const durationMs = quick ? 2000 : 4000
+  const rounds = quick ? 1 : 3
+  const dir = makeTmpDir(name)
+  let samples
+  try {
+    for (let i = 0; i < 100; i++) writeFilled(path.join(dir, `small-${i}.txt`), KiB, 's')
+    samples = await interleave(SIDES, rounds, async (side) => {
+      const { child, port } = await startServer(side, dir)
+      try {
+        const before = await hashesDone(child)
+        const t0 = process.hrtime.bigint()
+        const result = await smalls(port, durationMs)
+        const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+        const hashesPerSec = ((await hashesDone(child)) - before) / seconds
+        if (result.errors > 0) throw new Error(`${side}: ${result.errors} requests failed`)
+        return { ...result, hashesPerSec }
+      } finally {
+        child.kill()
+      }
+    }, progress)
+  } finally {
+    removeTmpDir(dir)
+  }
+  const med = (side, key) => median(samples[side].map((s) => s[key]))
+  const rows = SIDES.map((side) => [side, fmtNum(med(side, 'requests')), fmtNum(med(side, 'p50')), fmtNum(med(side, 'p99')),
+    side.endsWith('idle') ? '—' : fmtNum(med(side, 'hashesPerSec'))])
+  const ratios = []
+  for (const kind of ['http', 'fastify']) {
+    const ours = `${kind} fairfs`
+    ratios.push(
+      { label: `${kind}, 4 pbkdf2: req/s, fairfs ÷ node:fs`, value: med(ours, 'requests') / med(`${kind} node:fs`, 'requests') },
+      { label: `${kind}, 4 pbkdf2: req/s, fairfs ÷ node:fs UV_THREADPOOL_SIZE=64`, value: med(ours, 'requests') / med(`${kind} node:fs UV64`, 'requests') },
+      { label: `${kind}, 4 pbkdf2: hashes/s, fairfs ÷ node:fs`, value: med(ours, 'hashesPerSec') / med(`${kind} node:fs`, 'hashesPerSec') },
+      { label: `${kind}, idle: req/s, fairfs ÷ node:fs`, value: med(`${kind} fairfs idle`, 'requests') / med(`${kind} node:fs idle`, 'requests') },
+    )
+  }
+  return {
+    notes: [
+      `Server: one process per measurement; plain http is examples/static-server.mjs (fs.stat, then readFile below 1 MiB), fastify with @fastify/static (fs.stat, then a stream). Each server process keeps ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle").`,
+      `Load: autocannon with ${CONNECTIONS} keep-alive connections over 100 different 1 KiB files for ${durationMs} ms, in a process of its own.`,
+      `"UV64" is node:fs with UV_THREADPOOL_SIZE=64. ${rounds} interleaved rounds; medians.`,
+    ],
+    tables: [{
+      caption: 'requests (ms latencies) and the hashes the same process finished meanwhile',
+      columns: ['server', 'req/s', 'p50', 'p99', 'hashes/s'],
+      rows,
+    }, {
+      caption: 'ratios > 1 favour fairfs',
+      columns: ['ratio', 'value'],
+      rows: ratios.map((r) => [r.label, fmtRatio(r.value)]),
+    }],
+    ratios,
+    raw: samples,
+  }
+}
