@@ -181,6 +181,9 @@ export declare function readPath(path: string | Uint8Array, flags: number, mode:
  */
 export declare function readPaths(paths: Array<string>, flags: number, mode: number): number
 
+/** `realpath` of a path on the pool: a Buffer of the canonical path, or the error. */
+export declare function realpathPath(path: string | Uint8Array): number
+
 /**
  * Sets the largest result this environment's reads may produce (the JS layer
  * keeps it at or below `buffer.constants.MAX_LENGTH`).

@@ -854,6 +854,7 @@ module.exports.readChunk = nativeBinding.readChunk
 module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths
+module.exports.realpathPath = nativeBinding.realpathPath
 module.exports.setMaxLength = nativeBinding.setMaxLength
 module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
 module.exports.statPath = nativeBinding.statPath

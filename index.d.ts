@@ -50,6 +50,7 @@ export const promises: {
   stat: typeof import('node:fs/promises').stat
   lstat: typeof import('node:fs/promises').lstat
   access: typeof import('node:fs/promises').access
+  realpath: typeof import('node:fs/promises').realpath
 }
 
 /** `fs.stat`, `fs.lstat` and `fs.access` on fairfs's pool, with node:fs's results and errors
@@ -200,7 +201,7 @@ export type Stats = NativeStats | NodeStats
 
 export function stats(): Stats
 
-/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access` and their `fs.promises` forms. Idempotent. Does nothing on the node backend. */
+/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access`, `fs.realpath.native`, their `fs.promises` forms and FileHandle's `readFile`, `createReadStream` and `stat`. Idempotent. Does nothing on the node backend. */
 export function install(): void
 /** Restores what `install()` replaced. */
 export function uninstall(): void

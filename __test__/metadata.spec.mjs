@@ -8,7 +8,7 @@ import path from 'node:path'
 import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError } from './helpers.mjs'
 
 // Taken before any install() in this file.
-const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, promises: { ...fs.promises } }
+const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
 
 /** Everything a user can observe of a Stats object, or of an error. */
 function describe(value) {
@@ -104,6 +104,23 @@ for (const [what, target] of Object.entries({ file, dir, missing: targets.missin
   }
 }
 
+const encodings = { default: undefined, buffer: 'buffer', latin1: 'latin1', '{ encoding: hex }': { encoding: 'hex' }, 'a bad encoding': 'nope', 'options 123': 123 }
+for (const [what, target] of Object.entries({ ...targets, 'a number': 123, 'a NUL byte': 'a\u0000b' })) {
+  for (const [name, options] of Object.entries(encodings)) {
+    test(`promises.realpath of ${what}, encoding ${name}: as node:fs`, async (t) => {
+      const describePath = async (call) => {
+        try {
+          const p = await call()
+          return { value: Buffer.isBuffer(p) ? `buffer ${p.toString('hex')}` : p }
+        } catch (e) {
+          return describe(e)
+        }
+      }
+      t.deepEqual(await describePath(() => fairfs.promises.realpath(target, options)), await describePath(() => node.promises.realpath(target, options)))
+    })
+  }
+}
+
 const badCalls = {
   'a number as path': [123],
   'null as path': [null],
@@ -172,8 +189,22 @@ nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and e
   t.is(viaNode.realpath, fs.realpathSync(file))
   t.true(viaNode.exists)
   t.false(viaNode.missing)
+  t.not(fs.realpath.native, node.realpathNative)
+  for (const target of [file, targets['link to dir'], targets.missing, targets['link loop'], targets['non-UTF-8 name (Buffer)']]) {
+    for (const options of [undefined, 'buffer', { encoding: 'latin1' }, 'nope']) {
+      const call = (fn) => new Promise((resolve) => {
+        try {
+          fn(target, options, (e, p) => resolve(e ? describe(e) : { value: Buffer.isBuffer(p) ? p.toString('hex') : p }))
+        } catch (e) {
+          resolve({ threw: describeError(e) })
+        }
+      })
+      t.deepEqual(await call(fs.realpath.native), await call(node.realpathNative), `${target} ${options}`)
+    }
+  }
   fairfs.uninstall()
   t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access], originals)
+  t.is(fs.realpath.native, node.realpathNative)
 })
 
 nativeOnly(test.serial)("install(): a FileHandle's stat() is node:fs's, read on the pool; a closed handle fails as node:fs", async (t) => {

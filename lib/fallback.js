@@ -123,7 +123,7 @@ function readFiles(paths, options) {
 }
 
 /** fs.promises.readFile itself: a FileHandle is accepted, a plain fd is not. */
-const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access }
+const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access, realpath: fs.promises.realpath }
 
 /**
  * What configure() was given (the last valid value of each option). It is kept and

@@ -5,7 +5,8 @@
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
 // the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access (and so
-// fs.exists and fs.realpath, which call them) and their fs.promises forms. ESM named imports of node:fs and
+// fs.exists and fs.realpath, which call them), fs.realpath.native, and their
+// fs.promises forms. ESM named imports of node:fs and
 // node:fs/promises see the change too (module.syncBuiltinESMExports). Not patched:
 // the sync APIs (readFileSync and friends), which must block the caller by
 // definition and gain nothing from a pool, and the fs.read*/open primitives, whose
@@ -51,6 +52,10 @@ function install(fairfs) {
       fs[name] = api.metadata[name]
       fs.promises[name] = api.metadata.promises[name]
     }
+    originals.realpathNative = fs.realpath.native
+    originals.promisesRealpath = fs.promises.realpath
+    fs.realpath.native = api.metadata.realpathNative
+    fs.promises.realpath = api.metadata.promises.realpath
   }
   const open = originals.promisesOpen
   // FileHandle's prototype, learnt from `handle` while installed and not yet patched.
@@ -90,6 +95,10 @@ function uninstall() {
       fs[name] = originals[name]
       fs.promises[name] = originals[`promises.${name}`]
     }
+  }
+  if ('realpathNative' in originals) {
+    fs.realpath.native = originals.realpathNative
+    fs.promises.realpath = originals.promisesRealpath
   }
   if (handleOriginals) {
     for (const [name, fn] of Object.entries(handleOriginals)) handleProto[name] = fn

@@ -1,5 +1,5 @@
 'use strict'
-// stat, lstat and access on fairfs's pool (src/jobs/metadata.rs), with node:fs's
+// stat, lstat, access and realpath on fairfs's pool (src/jobs/metadata.rs), with node:fs's
 // results and errors, in callback and promise forms. Metadata calls are small jobs:
 // they wait behind no big read's chunks and never queue on libuv's threads behind
 // crypto, zlib or dns.lookup.
@@ -9,6 +9,7 @@
 // goes to node:fs's own function, which throws or rejects exactly as node:fs does on
 // this Node line (their messages differ between lines).
 
+const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
 const { validatePath } = require('./args')
@@ -21,7 +22,8 @@ const node = {
   stat: nodeFs.stat,
   lstat: nodeFs.lstat,
   access: nodeFs.access,
-  promises: { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access },
+  realpathNative: nodeFs.realpath.native,
+  promises: { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath },
 }
 
 /** Whether the addon answers metadata calls (every unix; not Windows yet). */
@@ -51,6 +53,25 @@ function trackStats(id, display, done) {
     if (result instanceof Float64Array) return done(undefined, statsFromSlots(result))
     if (result instanceof BigInt64Array) return done(undefined, bigIntStatsFromSlots(result))
     done(nativeError(result, display))
+  })
+}
+
+/**
+ * The encoding of a realpath result that fairfs takes as it is (node:fs's getOptions
+ * and assertEncoding would pass it): 'buffer' or one Buffer knows; null otherwise.
+ */
+function acceptedEncoding(options) {
+  if (options == null || typeof options === 'function') return 'utf8'
+  const encoding = typeof options === 'string' ? options : typeof options === 'object' ? options.encoding : null
+  if (encoding === undefined) return 'utf8'
+  return encoding === 'buffer' || (typeof encoding === 'string' && Buffer.isEncoding(encoding)) ? encoding : null
+}
+
+/** Submits a realpath of `target` and calls `done(error, path)` with it in `encoding`. */
+function submitRealpath(target, encoding, done) {
+  track(binding.realpathPath(target.native), (result) => {
+    if (!Buffer.isBuffer(result)) return done(nativeError(result, target.display))
+    done(undefined, encoding === 'buffer' ? result : result.toString(encoding))
   })
 }
 
@@ -92,6 +113,15 @@ function access(path, mode, callback) {
   const target = typeof callback === 'function' && valid !== null ? acceptedPath(path) : null
   if (target === null) return Reflect.apply(node.access, undefined, arguments)
   submitAccess(target, valid, (error) => (error ? callback(error) : callback(null)))
+}
+
+/** fs.realpath.native(path, options?, callback): one realpath(3), as libuv makes it. */
+function realpathNative(path, options, callback) {
+  callback ||= options
+  const encoding = typeof callback === 'function' ? acceptedEncoding(options) : null
+  const target = encoding !== null ? acceptedPath(path) : null
+  if (target === null) return Reflect.apply(node.realpathNative, undefined, arguments)
+  submitRealpath(target, encoding, (error, resolved) => (error ? callback(error) : callback(null, resolved)))
 }
 
 /**
@@ -143,11 +173,28 @@ async function handleStat(handle, options = { bigint: false }) {
   }
 }
 
+/** fs.promises.realpath(path, options?). */
+async function realpathPromise(path, options) {
+  const encoding = acceptedEncoding(options)
+  const target = encoding !== null ? acceptedPath(path) : null
+  if (target === null) return node.promises.realpath(path, options)
+  return await new Promise((resolve, reject) => submitRealpath(target, encoding, (error, p) => (error ? reject(error) : resolve(p)))).then(
+    undefined,
+    withCallerStack,
+  )
+}
+
 module.exports = {
   handleStat,
+  realpathNative: named('realpathNative', realpathNative),
   supported,
   stat: statCallback('stat'),
   lstat: statCallback('lstat'),
   access,
-  promises: { stat: statPromise('stat'), lstat: statPromise('lstat'), access: named('access', accessPromise) },
+  promises: {
+    stat: statPromise('stat'),
+    lstat: statPromise('lstat'),
+    access: named('access', accessPromise),
+    realpath: named('realpath', realpathPromise),
+  },
 }

@@ -12,7 +12,7 @@ const { types: { isProxy } } = require('node:util')
 const nodeFs = require('node:fs')
 // Taken before install() patches them.
 const { constants: { O_RDONLY }, readFile: nodeReadFile, stat: nodeStat, lstat: nodeLstat, access: nodeAccess } = nodeFs
-const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access }
+const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath }
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
@@ -273,6 +273,7 @@ const promises = {
   stat: meta.promises.stat,
   lstat: meta.promises.lstat,
   access: meta.promises.access,
+  realpath: meta.promises.realpath,
 }
 
 /**

@@ -41,6 +41,7 @@ pub enum Syscall {
     Stat,
     Lstat,
     Access,
+    Realpath,
 }
 
 impl Syscall {
@@ -53,12 +54,13 @@ impl Syscall {
             Syscall::Stat => "stat",
             Syscall::Lstat => "lstat",
             Syscall::Access => "access",
+            Syscall::Realpath => "realpath",
         }
     }
 
     /// node:fs attaches `path` only to errors of calls that take a path.
     pub fn takes_path(self) -> bool {
-        matches!(self, Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access)
+        matches!(self, Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access | Syscall::Realpath)
     }
 }
 

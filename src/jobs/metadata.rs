@@ -19,6 +19,8 @@ pub enum Query {
     Fstat(Fd),
     /// `access` with `fs.constants` mode bits.
     Access { path: CString, mode: i32 },
+    /// `realpath`: the canonical path.
+    Realpath(CString),
 }
 
 /// What a metadata call delivers.
@@ -31,6 +33,8 @@ pub enum Answer {
     Stats(StatSlots),
     /// `access` found the file and the permissions asked for.
     Allowed,
+    /// The canonical path's bytes.
+    Path(Vec<u8>),
 }
 
 impl Query {
@@ -44,6 +48,7 @@ impl Query {
                 sys::access(path, *mode)?;
                 Answer::Allowed
             }
+            Query::Realpath(path) => Answer::Path(sys::realpath(path)?),
         })
     }
 

@@ -352,6 +352,14 @@ pub fn fstat_fd(env: Env, fd: i32, bigint: bool) -> Result<f64> {
     submit_query(&env, Query::Fstat(fd), bigint)
 }
 
+/// `realpath` of a path on the pool: a Buffer of the canonical path, or the error.
+#[cfg(unix)]
+#[napi]
+pub fn realpath_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
+    let path = c_path(&path)?;
+    submit_query(&env, Query::Realpath(path), false)
+}
+
 /// `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
 /// error.
 #[cfg(unix)]
@@ -369,6 +377,7 @@ fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
                 None => Delivered::Cancelled,
                 Some(Ok(Answer::Stats(slots))) => Delivered::Stats(Ok(slots), bigint),
                 Some(Ok(Answer::Allowed)) => Delivered::Done(Ok(())),
+                Some(Ok(Answer::Path(bytes))) => Delivered::Bytes(Ok(PooledBytes::unpooled(bytes))),
                 Some(Err(e)) => Delivered::Stats(Err(e), bigint),
             })
         })

@@ -1,5 +1,5 @@
-//! `stat`, `lstat`, `fstat` and `access` as libuv makes them, with every field
-//! node:fs puts in an `fs.Stats`.
+//! `stat`, `lstat`, `fstat`, `access` and `realpath` as libuv makes them, with every
+//! field node:fs puts in an `fs.Stats`.
 //!
 //! On Linux libuv asks `statx` for the basic fields and the birth time, and falls
 //! back to `fstatat` for good where the kernel or the file system refuses `statx`
@@ -56,6 +56,21 @@ pub fn access(path: &CStr, mode: i32) -> Result<(), FsError> {
         return Err(FsError::last(Syscall::Access));
     }
     Ok(())
+}
+
+/// `realpath(3)`, as libuv calls it: the canonical path's bytes.
+pub fn realpath(path: &CStr) -> Result<Vec<u8>, FsError> {
+    // SAFETY: `path` is NUL-terminated; with a null buffer, realpath allocates the
+    // result with malloc, which is copied and freed here.
+    unsafe {
+        let resolved = libc::realpath(path.as_ptr(), std::ptr::null_mut());
+        if resolved.is_null() {
+            return Err(FsError::last(Syscall::Realpath));
+        }
+        let bytes = CStr::from_ptr(resolved).to_bytes().to_vec();
+        libc::free(resolved.cast());
+        Ok(bytes)
+    }
 }
 
 /// `fstatat` (or `fstat` for an fd), as libuv calls it where there is no `statx`.
@@ -189,6 +204,9 @@ mod tests {
         assert_eq!((missing.os, missing.syscall), (libc::ENOENT, Syscall::Stat));
         assert_eq!(stat(Target::Fd(-1)).unwrap_err().syscall, Syscall::Fstat);
         assert!(access(&c(&file), libc::R_OK).is_ok());
+        let real = std::fs::canonicalize(&file).unwrap();
+        assert_eq!(realpath(&c(&link)).unwrap(), real.as_os_str().as_encoded_bytes());
+        assert_eq!(realpath(&c(&dir.path().join("none"))).unwrap_err().syscall, Syscall::Realpath);
         assert_eq!(access(&c(&dir.path().join("none")), libc::F_OK).unwrap_err().syscall, Syscall::Access);
     }
 }
