@@ -185,6 +185,12 @@ export declare function readPaths(paths: Array<string>, flags: number, mode: num
 export declare function realpathPath(path: string | Uint8Array): number
 
 /**
+ * A directory's entries on the pool (`readdir`): a Buffer of, for each entry in
+ * byte order, its `UV_DIRENT_*` type byte, its name and a NUL; or the error.
+ */
+export declare function scandirPath(path: string | Uint8Array): number
+
+/**
  * Sets the largest result this environment's reads may produce (the JS layer
  * keeps it at or below `buffer.constants.MAX_LENGTH`).
  */

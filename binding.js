@@ -855,6 +855,7 @@ module.exports.readFd = nativeBinding.readFd
 module.exports.readPath = nativeBinding.readPath
 module.exports.readPaths = nativeBinding.readPaths
 module.exports.realpathPath = nativeBinding.realpathPath
+module.exports.scandirPath = nativeBinding.scandirPath
 module.exports.setMaxLength = nativeBinding.setMaxLength
 module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
 module.exports.statPath = nativeBinding.statPath

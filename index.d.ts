@@ -51,6 +51,7 @@ export const promises: {
   lstat: typeof import('node:fs/promises').lstat
   access: typeof import('node:fs/promises').access
   realpath: typeof import('node:fs/promises').realpath
+  readdir: typeof import('node:fs/promises').readdir
 }
 
 /** `fs.stat`, `fs.lstat` and `fs.access` on fairfs's pool, with node:fs's results and errors
@@ -58,6 +59,7 @@ export const promises: {
 export const stat: typeof import('node:fs').stat
 export const lstat: typeof import('node:fs').lstat
 export const access: typeof import('node:fs').access
+export const readdir: typeof import('node:fs').readdir
 
 export interface ReadStreamOptions {
   flags?: string | number
@@ -201,7 +203,7 @@ export type Stats = NativeStats | NodeStats
 
 export function stats(): Stats
 
-/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access`, `fs.realpath.native`, their `fs.promises` forms and FileHandle's `readFile`, `createReadStream` and `stat`. Idempotent. Does nothing on the node backend. */
+/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access`, `fs.readdir`, `fs.realpath.native`, their `fs.promises` forms and FileHandle's `readFile`, `createReadStream` and `stat`. Idempotent. Does nothing on the node backend. */
 export function install(): void
 /** Restores what `install()` replaced. */
 export function uninstall(): void
@@ -216,6 +218,7 @@ declare const fairfs: {
   stat: typeof stat
   lstat: typeof lstat
   access: typeof access
+  readdir: typeof readdir
   promises: typeof promises
   createReadStream: typeof createReadStream
   ReadStream: typeof ReadStream

@@ -9,6 +9,7 @@ export const {
   stat,
   lstat,
   access,
+  readdir,
   promises,
   createReadStream,
   ReadStream,

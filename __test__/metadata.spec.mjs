@@ -1,14 +1,15 @@
-// stat, lstat and access, differential against node:fs: the same fs.Stats and
+// stat, lstat, access, realpath and readdir, differential against node:fs: the same fs.Stats and
 // BigIntStats (prototype, own fields in order, values, Dates), the same errors field
 // by field, the same argument errors, in callback and promise forms; and install()
 // routes node:fs's own functions (and fs.realpath and fs.exists, which call them).
 import test from 'ava'
 import fs from 'node:fs'
 import path from 'node:path'
+import { execFileSync } from 'node:child_process'
 import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError } from './helpers.mjs'
 
 // Taken before any install() in this file.
-const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
+const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, readdir: fs.readdir, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
 
 /** Everything a user can observe of a Stats object, or of an error. */
 function describe(value) {
@@ -69,10 +70,18 @@ fs.symlinkSync(path.join(dir, 'nowhere'), targets['dangling link'])
 fs.symlinkSync(path.join(dir, 'loop-b'), targets['link loop'])
 fs.symlinkSync(targets['link loop'], path.join(dir, 'loop-b'))
 fs.writeFileSync(targets['non-UTF-8 name (Buffer)'], 'odd name')
-// Times before 1970 and with fractions of a millisecond, which Dates round.
+// Times before 1970 (utimes takes them as Dates: negative numbers mean "now"), and one
+// with a fraction of a millisecond, which a Date rounds.
 const old = makeFile(10, 'old-file').path
-fs.utimesSync(old, -1234.5678, -98765.4321)
+fs.utimesSync(old, new Date(-1234568), new Date(-98765432))
 targets['times before 1970'] = old
+const fraction = makeFile(10, 'fraction-file').path
+execFileSync('touch', ['-d', '1969-12-31 23:59:59.9993 UTC', fraction])
+targets['a time 0.7 ms before 1970'] = fraction
+// A millisecond before 1970, which a Date made by rounding half up would put at 0.
+const justBefore = makeFile(10, 'just-before-1970').path
+fs.utimesSync(justBefore, new Date(-1), new Date(-40691))
+targets['1 ms before 1970'] = justBefore
 
 for (const kind of ['stat', 'lstat']) {
   for (const [what, target] of Object.entries(targets)) {
@@ -117,6 +126,55 @@ for (const [what, target] of Object.entries({ ...targets, 'a number': 123, 'a NU
         }
       }
       t.deepEqual(await describePath(() => fairfs.promises.realpath(target, options)), await describePath(() => node.promises.realpath(target, options)))
+    })
+  }
+}
+
+/** A readdir result as a user can observe it: names, or Dirents with their fields and kinds. */
+function describeEntries(entries) {
+  const show = (v) => (Buffer.isBuffer(v) ? `buffer ${v.toString('hex')}` : v)
+  return entries.map((e) =>
+    typeof e === 'object' && !Buffer.isBuffer(e)
+      ? { ctor: e.constructor.name, keys: Object.keys(e), name: show(e.name), parentPath: show(e.parentPath), path: show(e.path),
+          kinds: ['isFile', 'isDirectory', 'isSymbolicLink', 'isFIFO'].map((k) => e[k]()) }
+      : show(e))
+}
+// A directory of its own: reading a directory changes its atime, which the stat cases compare.
+const rdir = fs.mkdtempSync(tmpPath('listed'))
+fs.writeFileSync(path.join(rdir, 'b-file'), 'b')
+fs.mkdirSync(path.join(rdir, 'a-dir'))
+fs.symlinkSync(path.join(rdir, 'b-file'), path.join(rdir, 'c-link'))
+fs.symlinkSync(path.join(rdir, 'nowhere'), path.join(rdir, 'd-dangling'))
+execFileSync('mkfifo', [path.join(rdir, 'e-fifo')])
+fs.writeFileSync(Buffer.concat([Buffer.from(rdir + '/'), Buffer.from([0xff, 0x41])]), 'odd name')
+const rdirLink = path.join(fs.mkdtempSync(tmpPath('listed-link')), 'to-listed')
+fs.symlinkSync(rdir, rdirLink)
+const readdirTargets = { dir: rdir, 'link to dir': rdirLink, 'dir as Buffer': Buffer.from(rdir), 'dir as URL': new URL(`file://${rdir}`),
+  'empty dir': fs.mkdtempSync(tmpPath('empty')), missing: targets.missing, file, 'link loop': targets['link loop'], 'a number': 123 }
+const readdirOptions = { default: undefined, buffer: 'buffer', latin1: { encoding: 'latin1' }, withFileTypes: { withFileTypes: true },
+  'withFileTypes, buffer': { withFileTypes: true, encoding: 'buffer' }, recursive: { recursive: true }, 'recursive: "yes"': { recursive: 'yes' },
+  'a bad encoding': 'nope' }
+for (const [what, target] of Object.entries(readdirTargets)) {
+  for (const [name, options] of Object.entries(readdirOptions)) {
+    // Node 22 and 24 themselves throw an uncaught TypeError for a recursive readdir of a Buffer path.
+    if (Buffer.isBuffer(target) && name.startsWith('recursive')) continue
+    test(`readdir of ${what}, options ${name}: callback and promise as node:fs`, async (t) => {
+      const viaCb = (fn) => new Promise((resolve) => {
+        try {
+          fn(target, options, (e, entries) => resolve(e ? describe(e) : describeEntries(entries)))
+        } catch (e) {
+          resolve({ threw: describeError(e) })
+        }
+      })
+      const viaP = async (fn) => {
+        try {
+          return describeEntries(await fn(target, options))
+        } catch (e) {
+          return describe(e)
+        }
+      }
+      t.deepEqual(await viaCb(fairfs.readdir), await viaCb(node.readdir))
+      t.deepEqual(await viaP(fairfs.promises.readdir), await viaP(node.promises.readdir))
     })
   }
 }
@@ -172,7 +230,7 @@ nativeOnly(test.serial)('stat runs on the pool', async (t) => {
 })
 
 nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and exists to the pool; uninstall() restores them', async (t) => {
-  const originals = [fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access]
+  const originals = [fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access, fs.readdir, fs.promises.readdir]
   fairfs.install()
   t.teardown(() => fairfs.uninstall())
   t.is(fs.stat, fairfs.stat)
@@ -203,7 +261,7 @@ nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and e
     }
   }
   fairfs.uninstall()
-  t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access], originals)
+  t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access, fs.readdir, fs.promises.readdir], originals)
   t.is(fs.realpath.native, node.realpathNative)
 })
 

@@ -10,6 +10,7 @@ module.exports = Object.freeze([
   'stat',
   'lstat',
   'access',
+  'readdir',
   'promises',
   'createReadStream',
   'ReadStream',

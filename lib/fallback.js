@@ -123,7 +123,7 @@ function readFiles(paths, options) {
 }
 
 /** fs.promises.readFile itself: a FileHandle is accepted, a plain fd is not. */
-const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access, realpath: fs.promises.realpath }
+const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access, realpath: fs.promises.realpath, readdir: fs.promises.readdir }
 
 /**
  * What configure() was given (the last valid value of each option). It is kept and
@@ -180,6 +180,7 @@ module.exports = {
   stat: fs.stat,
   lstat: fs.lstat,
   access: fs.access,
+  readdir: fs.readdir,
   promises,
   createReadStream,
   ReadStream,

@@ -4,7 +4,7 @@
 // Patched: fs.readFile, fs.promises.readFile (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
-// the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access (and so
+// the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access, fs.readdir (and so
 // fs.exists and fs.realpath, which call them), fs.realpath.native, and their
 // fs.promises forms. ESM named imports of node:fs and
 // node:fs/promises see the change too (module.syncBuiltinESMExports). Not patched:
@@ -21,7 +21,7 @@ const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
 
 /** The metadata calls install() routes to the pool, callback and promise forms. */
-const kMetadata = ['stat', 'lstat', 'access']
+const kMetadata = ['stat', 'lstat', 'access', 'readdir']
 
 /** The node:fs functions install() replaced, or null when not installed. */
 let originals = null

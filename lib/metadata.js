@@ -1,5 +1,5 @@
 'use strict'
-// stat, lstat, access and realpath on fairfs's pool (src/jobs/metadata.rs), with node:fs's
+// stat, lstat, access, realpath and readdir on fairfs's pool (src/jobs/metadata.rs), with node:fs's
 // results and errors, in callback and promise forms. Metadata calls are small jobs:
 // they wait behind no big read's chunks and never queue on libuv's threads behind
 // crypto, zlib or dns.lookup.
@@ -11,6 +11,8 @@
 
 const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
+
+const { Dirent } = nodeFs
 const { binding, track, nativeError } = require('./native')
 const { validatePath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
@@ -23,7 +25,14 @@ const node = {
   lstat: nodeFs.lstat,
   access: nodeFs.access,
   realpathNative: nodeFs.realpath.native,
-  promises: { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath },
+  readdir: nodeFs.readdir,
+  promises: {
+    stat: nodeFs.promises.stat,
+    lstat: nodeFs.promises.lstat,
+    access: nodeFs.promises.access,
+    realpath: nodeFs.promises.realpath,
+    readdir: nodeFs.promises.readdir,
+  },
 }
 
 /** Whether the addon answers metadata calls (every unix; not Windows yet). */
@@ -75,6 +84,45 @@ function submitRealpath(target, encoding, done) {
   })
 }
 
+/**
+ * readdir's options that fairfs takes as they are: `{ encoding, withFileTypes }`; null
+ * for anything node:fs must judge or does itself (`recursive`).
+ */
+function acceptedReaddirOptions(options) {
+  const encoding = acceptedEncoding(options)
+  if (encoding === null) return null
+  const object = options !== null && typeof options === 'object' ? options : {}
+  if (object.recursive != null && object.recursive !== false) return null
+  return { encoding, withFileTypes: Boolean(object.withFileTypes) }
+}
+
+/**
+ * Submits a scan of directory `target` and calls `done(error, entries)`: names in
+ * `encoding`, or fs.Dirent objects; `done(undefined, null)` where the file system
+ * did not give every entry's type, which node:fs then finds itself.
+ */
+function submitScandir(target, { encoding, withFileTypes }, done) {
+  track(binding.scandirPath(target.native), (result) => {
+    if (!Buffer.isBuffer(result)) return done(nativeError(result, target.display))
+    const entries = []
+    for (let at = 0; at < result.length;) {
+      const type = result[at]
+      const end = result.indexOf(0, at + 1)
+      let name
+      if (encoding === 'buffer') {
+        name = Buffer.allocUnsafeSlow(end - at - 1)
+        result.copy(name, 0, at + 1, end)
+      } else {
+        name = result.toString(encoding, at + 1, end)
+      }
+      if (withFileTypes && type === 0) return done(undefined, null)
+      entries.push(withFileTypes ? new Dirent(name, type, target.native) : name)
+      at = end + 1
+    }
+    done(undefined, entries)
+  })
+}
+
 /** Submits a stat (`follow`) or lstat of `target` and calls `done(error, stats)`. */
 function submitStat(follow, target, bigint, done) {
   trackStats(binding.statPath(target.native, follow, bigint), target.display, done)
@@ -122,6 +170,22 @@ function realpathNative(path, options, callback) {
   const target = encoding !== null ? acceptedPath(path) : null
   if (target === null) return Reflect.apply(node.realpathNative, undefined, arguments)
   submitRealpath(target, encoding, (error, resolved) => (error ? callback(error) : callback(null, resolved)))
+}
+
+/** fs.readdir(path, options?, callback). */
+function readdir(path, options, callback) {
+  if (typeof options === 'function') {
+    callback = options
+    options = undefined
+  }
+  const accepted = typeof callback === 'function' ? acceptedReaddirOptions(options) : null
+  const target = accepted !== null ? acceptedPath(path) : null
+  if (target === null) return Reflect.apply(node.readdir, undefined, arguments)
+  submitScandir(target, accepted, (error, entries) => {
+    if (error) return callback(error)
+    if (entries === null) return node.readdir(path, options, callback)
+    callback(null, entries)
+  })
 }
 
 /**
@@ -184,8 +248,21 @@ async function realpathPromise(path, options) {
   )
 }
 
+/** fs.promises.readdir(path, options?). */
+async function readdirPromise(path, options) {
+  const accepted = acceptedReaddirOptions(options)
+  const target = accepted !== null ? acceptedPath(path) : null
+  if (target === null) return node.promises.readdir(path, options)
+  const entries = await new Promise((resolve, reject) => submitScandir(target, accepted, (error, e) => (error ? reject(error) : resolve(e)))).then(
+    undefined,
+    withCallerStack,
+  )
+  return entries ?? node.promises.readdir(path, options)
+}
+
 module.exports = {
   handleStat,
+  readdir: named('readdir', readdir),
   realpathNative: named('realpathNative', realpathNative),
   supported,
   stat: statCallback('stat'),
@@ -196,5 +273,6 @@ module.exports = {
     lstat: statPromise('lstat'),
     access: named('access', accessPromise),
     realpath: named('realpath', realpathPromise),
+    readdir: named('readdir', readdirPromise),
   },
 }

@@ -11,8 +11,8 @@ const { Buffer } = require('node:buffer')
 const { types: { isProxy } } = require('node:util')
 const nodeFs = require('node:fs')
 // Taken before install() patches them.
-const { constants: { O_RDONLY }, readFile: nodeReadFile, stat: nodeStat, lstat: nodeLstat, access: nodeAccess } = nodeFs
-const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath }
+const { constants: { O_RDONLY }, readFile: nodeReadFile, stat: nodeStat, lstat: nodeLstat, access: nodeAccess, readdir: nodeReaddir } = nodeFs
+const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath, readdir: nodeFs.promises.readdir }
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
@@ -24,7 +24,7 @@ const metadata = require('./metadata')
 /** stat, lstat and access: on the pool where the addon answers them, else node:fs's own. */
 const meta = metadata.supported
   ? metadata
-  : { stat: nodeStat, lstat: nodeLstat, access: nodeAccess, promises: nodePromises }
+  : { stat: nodeStat, lstat: nodeLstat, access: nodeAccess, readdir: nodeReaddir, promises: nodePromises }
 
 /**
  * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome
@@ -274,6 +274,7 @@ const promises = {
   lstat: meta.promises.lstat,
   access: meta.promises.access,
   realpath: meta.promises.realpath,
+  readdir: meta.promises.readdir,
 }
 
 /**
@@ -332,6 +333,7 @@ module.exports = {
   stat: meta.stat,
   lstat: meta.lstat,
   access: meta.access,
+  readdir: meta.readdir,
   promises,
   createReadStream,
   ReadStream,

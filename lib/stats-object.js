@@ -22,9 +22,9 @@ function bigIntPrototype() {
   return bigIntStatsPrototype
 }
 
-/** Node 20's dateFromMs: the Date of a millisecond count, rounded half up. */
+/** Node 20's dateFromMs: the Date of a millisecond count, rounded (Math.round). */
 function dateFromMs(ms) {
-  return new Date(Number(ms) + 0.5)
+  return new Date(Math.round(Number(ms)))
 }
 
 /** An fs.Stats from a Float64Array of the slots. */

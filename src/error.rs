@@ -42,6 +42,7 @@ pub enum Syscall {
     Lstat,
     Access,
     Realpath,
+    Scandir,
 }
 
 impl Syscall {
@@ -55,12 +56,16 @@ impl Syscall {
             Syscall::Lstat => "lstat",
             Syscall::Access => "access",
             Syscall::Realpath => "realpath",
+            Syscall::Scandir => "scandir",
         }
     }
 
     /// node:fs attaches `path` only to errors of calls that take a path.
     pub fn takes_path(self) -> bool {
-        matches!(self, Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access | Syscall::Realpath)
+        matches!(
+            self,
+            Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access | Syscall::Realpath | Syscall::Scandir
+        )
     }
 }
 

@@ -21,6 +21,8 @@ pub enum Query {
     Access { path: CString, mode: i32 },
     /// `realpath`: the canonical path.
     Realpath(CString),
+    /// `readdir`: a directory's entries.
+    Scandir(CString),
 }
 
 /// What a metadata call delivers.
@@ -35,6 +37,9 @@ pub enum Answer {
     Allowed,
     /// The canonical path's bytes.
     Path(Vec<u8>),
+    /// A directory's entries packed for JS: for each, its `UV_DIRENT_*` type byte,
+    /// its name's bytes, and a NUL.
+    Entries(Vec<u8>),
 }
 
 impl Query {
@@ -49,6 +54,16 @@ impl Query {
                 Answer::Allowed
             }
             Query::Realpath(path) => Answer::Path(sys::realpath(path)?),
+            Query::Scandir(path) => {
+                let entries = sys::scandir(path)?;
+                let mut packed = Vec::with_capacity(entries.iter().map(|(name, _)| name.len() + 2).sum());
+                for (name, kind) in entries {
+                    packed.push(kind);
+                    packed.extend_from_slice(&name);
+                    packed.push(0);
+                }
+                Answer::Entries(packed)
+            }
         })
     }
 

@@ -360,6 +360,15 @@ pub fn realpath_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
     submit_query(&env, Query::Realpath(path), false)
 }
 
+/// A directory's entries on the pool (`readdir`): a Buffer of, for each entry in
+/// byte order, its `UV_DIRENT_*` type byte, its name and a NUL; or the error.
+#[cfg(unix)]
+#[napi]
+pub fn scandir_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
+    let path = c_path(&path)?;
+    submit_query(&env, Query::Scandir(path), false)
+}
+
 /// `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
 /// error.
 #[cfg(unix)]
@@ -377,7 +386,9 @@ fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
                 None => Delivered::Cancelled,
                 Some(Ok(Answer::Stats(slots))) => Delivered::Stats(Ok(slots), bigint),
                 Some(Ok(Answer::Allowed)) => Delivered::Done(Ok(())),
-                Some(Ok(Answer::Path(bytes))) => Delivered::Bytes(Ok(PooledBytes::unpooled(bytes))),
+                Some(Ok(Answer::Path(bytes) | Answer::Entries(bytes))) => {
+                    Delivered::Bytes(Ok(PooledBytes::unpooled(bytes)))
+                }
                 Some(Err(e)) => Delivered::Stats(Err(e), bigint),
             })
         })

@@ -73,6 +73,51 @@ pub fn realpath(path: &CStr) -> Result<Vec<u8>, FsError> {
     }
 }
 
+/// A directory's entries as libuv's `uv_fs_scandir` gives them: without `.` and `..`,
+/// sorted by their bytes, each with libuv's `UV_DIRENT_*` type from `d_type` (0,
+/// unknown, where the file system does not say).
+pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
+    // SAFETY: `path` is NUL-terminated. The stream is used only here and closed
+    // before returning; each entry is read before the next readdir call.
+    unsafe {
+        let dir = libc::opendir(path.as_ptr());
+        if dir.is_null() {
+            return Err(FsError::last(Syscall::Scandir));
+        }
+        let mut entries = Vec::new();
+        let result = loop {
+            *libc::__errno_location() = 0;
+            let entry = libc::readdir(dir);
+            if entry.is_null() {
+                let errno = *libc::__errno_location();
+                break if errno == 0 { Ok(()) } else { Err(FsError::new(errno, Syscall::Scandir)) };
+            }
+            let name = CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes();
+            if name != b"." && name != b".." {
+                entries.push((name.to_vec(), dirent_type((*entry).d_type)));
+            }
+        };
+        libc::closedir(dir);
+        result?;
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
+    }
+}
+
+/// libuv's `UV_DIRENT_*` for a `d_type`.
+fn dirent_type(d_type: u8) -> u8 {
+    match d_type {
+        libc::DT_REG => 1,
+        libc::DT_DIR => 2,
+        libc::DT_LNK => 3,
+        libc::DT_FIFO => 4,
+        libc::DT_SOCK => 5,
+        libc::DT_CHR => 6,
+        libc::DT_BLK => 7,
+        _ => 0,
+    }
+}
+
 /// `fstatat` (or `fstat` for an fd), as libuv calls it where there is no `statx`.
 fn fstatat(target: Target) -> Result<StatSlots, FsError> {
     let mut st = MaybeUninit::<libc::stat>::uninit();
@@ -207,6 +252,9 @@ mod tests {
         let real = std::fs::canonicalize(&file).unwrap();
         assert_eq!(realpath(&c(&link)).unwrap(), real.as_os_str().as_encoded_bytes());
         assert_eq!(realpath(&c(&dir.path().join("none"))).unwrap_err().syscall, Syscall::Realpath);
+        let names: Vec<_> = scandir(&c(dir.path())).unwrap();
+        assert_eq!(names, vec![(b"f".to_vec(), 1), (b"l".to_vec(), 3)], "sorted, typed, without . and ..");
+        assert_eq!(scandir(&c(&file)).unwrap_err().os, libc::ENOTDIR);
         assert_eq!(access(&c(&dir.path().join("none")), libc::F_OK).unwrap_err().syscall, Syscall::Access);
     }
 }

@@ -39,7 +39,7 @@ use std_io as imp;
 use unix as imp;
 
 #[cfg(unix)]
-pub use metadata::{access, realpath, stat, StatSlots, Target};
+pub use metadata::{access, realpath, scandir, stat, StatSlots, Target};
 
 /// A file descriptor as Node hands them out: a POSIX fd on unix, a C runtime fd on
 /// Windows (what libuv's `uv_fs_open` returns there).
