@@ -86,10 +86,11 @@ pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
         }
         let mut entries = Vec::new();
         let result = loop {
-            *libc::__errno_location() = 0;
+            // readdir returns null at the end and on an error; only errno tells them apart.
+            *errno_ptr() = 0;
             let entry = libc::readdir(dir);
             if entry.is_null() {
-                let errno = *libc::__errno_location();
+                let errno = *errno_ptr();
                 break if errno == 0 { Ok(()) } else { Err(FsError::new(errno, Syscall::Scandir)) };
             }
             let name = CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes();
@@ -102,6 +103,16 @@ pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(entries)
     }
+}
+
+/// This thread's `errno`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+unsafe fn errno_ptr() -> *mut libc::c_int {
+    libc::__errno_location()
+}
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+unsafe fn errno_ptr() -> *mut libc::c_int {
+    libc::__error()
 }
 
 /// libuv's `UV_DIRENT_*` for a `d_type`.
