@@ -203,6 +203,13 @@ export declare function setMaxLength(maxLength: number): void
 export declare function setMaxUnsizedLength(maxUnsizedLength: number): void
 
 /**
+ * `stat` (`follow`) or `lstat` on the calling thread where it cannot block
+ * ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, or
+ * `null`, and the caller asks the pool.
+ */
+export declare function statCached(path: string | Uint8Array, follow: boolean, bigint: boolean): Float64Array | BigInt64Array | null
+
+/**
  * `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the
  * `fs.Stats` fields, or a BigInt64Array if `bigint`.
  */

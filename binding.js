@@ -858,5 +858,6 @@ module.exports.realpathPath = nativeBinding.realpathPath
 module.exports.scandirPath = nativeBinding.scandirPath
 module.exports.setMaxLength = nativeBinding.setMaxLength
 module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
+module.exports.statCached = nativeBinding.statCached
 module.exports.statPath = nativeBinding.statPath
 module.exports.stats = nativeBinding.stats

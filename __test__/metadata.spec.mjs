@@ -6,7 +6,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import path from 'node:path'
 import { execFileSync } from 'node:child_process'
-import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, emulated, portable, makeFile, tmpPath, describeError } from './helpers.mjs'
 
 // Taken before any install() in this file.
 const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, readdir: fs.readdir, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
@@ -222,11 +222,37 @@ test('a rejected promise shows its async caller in the stack, as node:fs does', 
   t.regex(ours.stack, /at async callerOfOurs/)
 })
 
-nativeOnly(test.serial)('stat runs on the pool', async (t) => {
-  const before = fairfs.stats().completed
+nativeOnly(test.serial)('a cached stat is answered on the calling thread where Linux can; fastPath: false, a miss and an error go to the pool', async (t) => {
+  const [major, minor] = (await import('node:os')).release().split('.').map(Number)
+  // qemu-user does not emulate openat2, and a portable build has no fast path.
+  const fastPath = (major > 5 || (major === 5 && minor >= 12)) && !emulated && !portable
+  fs.statSync(file)
+  let before = fairfs.stats().completed
   await fairfs.promises.stat(file)
   await new Promise((resolve) => fairfs.lstat(file, resolve))
-  t.true(fairfs.stats().completed >= before + 2)
+  t.is(fairfs.stats().completed - before, fastPath ? 0 : 2)
+  fairfs.configure({ fastPath: false })
+  t.teardown(() => fairfs.configure({ fastPath: true }))
+  before = fairfs.stats().completed
+  await fairfs.promises.stat(file)
+  t.is(fairfs.stats().completed - before, 1, 'fastPath: false asks the pool')
+  fairfs.configure({ fastPath: true })
+  before = fairfs.stats().completed
+  await fairfs.promises.stat(targets.missing).catch(() => {})
+  t.is(fairfs.stats().completed - before, 1, 'an error comes from the pool')
+})
+
+test.serial('a loop of cached stats does not starve timers', async (t) => {
+  let timerFired = false
+  const timer = setTimeout(() => (timerFired = true), 20)
+  const started = Date.now()
+  let stats = 0
+  while (!timerFired && Date.now() - started < 5000) {
+    await fairfs.promises.stat(file)
+    stats++
+  }
+  clearTimeout(timer)
+  t.true(timerFired, `the timer fired after ${stats} stats`)
 })
 
 nativeOnly(test.serial)('install() routes fs.stat, lstat, access, realpath and exists to the pool; uninstall() restores them', async (t) => {

@@ -17,6 +17,7 @@ const { binding, track, nativeError } = require('./native')
 const { validatePath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
+const { current: settings } = require('./settings')
 
 const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
 /** node:fs's own functions, taken before install() replaces them. */
@@ -123,8 +124,19 @@ function submitScandir(target, { encoding, withFileTypes }, done) {
   })
 }
 
-/** Submits a stat (`follow`) or lstat of `target` and calls `done(error, stats)`. */
+/**
+ * A stat (`follow`) or lstat of `target`, answered on this thread where Linux can do
+ * it without blocking (configure({ fastPath }), src/cached.rs), else by the pool:
+ * `done(error, stats)` is called later either way, in a macrotask of its own, so
+ * that a loop of cached stats still lets timers and I/O run.
+ */
 function submitStat(follow, target, bigint, done) {
+  const slots = settings.fastPath ? binding.statCached(target.native, follow, bigint) : null
+  if (slots) {
+    const stats = bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots)
+    setImmediate(() => done(undefined, stats))
+    return
+  }
   trackStats(binding.statPath(target.native, follow, bigint), target.display, done)
 }
 

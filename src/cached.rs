@@ -49,6 +49,28 @@ fn open_unless_lacking(
     }
 }
 
+/// The fast path for `stat` (`follow`) and `lstat`: the `fs.Stats` fields of `path`
+/// if they can be had without blocking, else `None` and the caller asks the pool. The
+/// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
+/// disk or a revalidation; `statx` of that fd then reads the inode in memory, on the
+/// local file systems [`crate::sys::is_local_fs`] names. Errors (a missing file
+/// included) go to the pool, which reports them as node:fs does.
+pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    {
+        let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
+        let fd = open_unless_lacking(&KERNEL_LACKS_OPENAT2, || sys::open_cached(path, flags))?;
+        let slots = if sys::is_local_fs(fd) { sys::stat(sys::Target::Fd(fd)).ok() } else { None };
+        let _ = sys::close(fd);
+        slots
+    }
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = (path, follow);
+        None
+    }
+}
+
 /// Hits and misses of the fast path, process-wide.
 pub static HITS: AtomicU64 = AtomicU64::new(0);
 pub static MISSES: AtomicU64 = AtomicU64::new(0);

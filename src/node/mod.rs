@@ -345,6 +345,26 @@ pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bo
     submit_query(&env, Query::Stat { path, follow }, bigint)
 }
 
+/// `stat` (`follow`) or `lstat` on the calling thread where it cannot block
+/// ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, or
+/// `null`, and the caller asks the pool.
+#[cfg(unix)]
+#[napi]
+pub fn stat_cached(
+    path: Either<String, &[u8]>,
+    follow: bool,
+    bigint: bool,
+) -> Result<Option<Either<Float64Array, BigInt64Array>>> {
+    let path = c_path(&path)?;
+    Ok(crate::cached::stat_cached(&path, follow).map(|slots| {
+        if bigint {
+            Either::B(BigInt64Array::new(slots.to_vec()))
+        } else {
+            Either::A(Float64Array::new(slots.map(|v| v as f64).to_vec()))
+        }
+    }))
+}
+
 /// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
 #[cfg(unix)]
 #[napi]

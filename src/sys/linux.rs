@@ -34,6 +34,22 @@ pub fn open_cached(path: &CStr, flags: i32) -> Result<Fd, FsError> {
     Ok(fd as Fd)
 }
 
+/// Whether `fd` is on a local file system whose `statx` reads the inode in memory
+/// (ext2/3/4, XFS, Btrfs, F2FS, tmpfs, ramfs, overlayfs). NFS, CIFS and FUSE may ask a
+/// server or a process, so they are not: a stat there goes to the pool.
+pub fn is_local_fs(fd: Fd) -> bool {
+    const LOCAL: [u32; 8] =
+        [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994, 0x8584_58F6, 0x794C_7630, 0xEF51];
+    let mut sf = MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `sf` is writable memory of statfs's size; fstatfs only writes into it.
+    if unsafe { libc::fstatfs(fd, sf.as_mut_ptr()) } < 0 {
+        return false;
+    }
+    // SAFETY: fstatfs returned 0, so it filled `sf`.
+    let kind = unsafe { sf.assume_init() }.f_type as u64 as u32;
+    LOCAL.contains(&kind)
+}
+
 /// `preadv2` with `RWF_NOWAIT` at offset 0: reads only what is in the page cache,
 /// failing with `EAGAIN` (or returning short) instead of waiting for the disk
 /// (Linux 4.14+).
