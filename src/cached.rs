@@ -53,7 +53,7 @@ fn open_unless_lacking(
 /// if they can be had without blocking, else `None` and the caller asks the pool. The
 /// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
 /// disk or a revalidation; `statx` of that fd then reads the inode in memory, on the
-/// local file systems [`crate::sys::is_local_fs`] names. Errors (a missing file
+/// local file systems `sys::is_local_fs` names. Errors (a missing file
 /// included) go to the pool, which reports them as node:fs does.
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]

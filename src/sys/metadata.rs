@@ -4,9 +4,10 @@
 //! On Linux libuv asks `statx` for the basic fields and the birth time, and falls
 //! back to `fstatat` for good where the kernel or the file system refuses `statx`
 //! (birth time is then the change time). It goes through `syscall(2)`: glibc's
-//! wrapper needs glibc 2.28, and the release binary must load on 2.17. Elsewhere
-//! (and with `--cfg fairfs_portable`) it is `fstatat`/`fstat`, with the birth time
-//! where the platform keeps one.
+//! wrapper needs glibc 2.28, and the release binary must load on 2.17. `statx` is
+//! what node:fs itself calls on Linux, not an accelerator, so `--cfg fairfs_portable`
+//! keeps it. Elsewhere it is `fstatat`/`fstat`, with the birth time where the
+//! platform keeps one.
 
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
@@ -42,7 +43,7 @@ impl Target<'_> {
 
 /// The `fs.Stats` fields of `target`, or node:fs's error.
 pub fn stat(target: Target) -> Result<StatSlots, FsError> {
-    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    #[cfg(target_os = "linux")]
     if let Some(slots) = statx(target)? {
         return Ok(slots);
     }
@@ -181,7 +182,7 @@ fn birth_time(st: &libc::stat) -> (i64, i64) {
 
 /// `statx` as libuv calls it; `None` where the kernel or file system refuses it, after
 /// which every call goes to [`fstatat`], as libuv's does.
-#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+#[cfg(target_os = "linux")]
 fn statx(target: Target) -> Result<Option<StatSlots>, FsError> {
     use std::sync::atomic::{AtomicBool, Ordering};
     static NO_STATX: AtomicBool = AtomicBool::new(false);
