@@ -55,6 +55,7 @@ fn open_unless_lacking(
 /// disk or a revalidation; `statx` of that fd then reads the inode in memory, on the
 /// local file systems `sys::is_local_fs` names. Errors (a missing file
 /// included) go to the pool, which reports them as node:fs does.
+#[cfg(unix)]
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     {
