@@ -20,9 +20,9 @@ pub enum Delivered {
     /// A call with no result: a close, an `access` that found what it asked for.
     Done(std::result::Result<(), ReadError>),
     /// The fields of an `fs.Stats` (`stat`, `lstat`, `fstat`), for a `BigIntStats` if
-    /// the flag is set.
+    /// the flag is set. A failed stat is [`Delivered::Done`]'s error.
     #[cfg(unix)]
-    Stats(std::result::Result<crate::sys::StatSlots, ReadError>, bool),
+    Stats(crate::sys::StatSlots, bool),
     /// The outcomes of a `readPaths` batch, in order, and the slabs they point into.
     Batch(Vec<PooledBytes>, Vec<std::result::Result<Packed, ReadError>>),
     /// Cancelled before it ran.

@@ -356,13 +356,7 @@ pub fn stat_cached(
     bigint: bool,
 ) -> Result<Option<Either<Float64Array, BigInt64Array>>> {
     let path = c_path(&path)?;
-    Ok(crate::cached::stat_cached(&path, follow).map(|slots| {
-        if bigint {
-            Either::B(BigInt64Array::new(slots.to_vec()))
-        } else {
-            Either::A(Float64Array::new(slots.map(|v| v as f64).to_vec()))
-        }
-    }))
+    Ok(crate::cached::stat_cached(&path, follow).map(|slots| stat_fields(slots, bigint)))
 }
 
 /// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
@@ -404,12 +398,12 @@ fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
         query.into_job(move |answer| {
             deliver(match answer {
                 None => Delivered::Cancelled,
-                Some(Ok(Answer::Stats(slots))) => Delivered::Stats(Ok(slots), bigint),
+                Some(Ok(Answer::Stats(slots))) => Delivered::Stats(slots, bigint),
                 Some(Ok(Answer::Allowed)) => Delivered::Done(Ok(())),
                 Some(Ok(Answer::Path(bytes) | Answer::Entries(bytes))) => {
                     Delivered::Bytes(Ok(PooledBytes::unpooled(bytes)))
                 }
-                Some(Err(e)) => Delivered::Stats(Err(e), bigint),
+                Some(Err(e)) => Delivered::Done(Err(e)),
             })
         })
     })

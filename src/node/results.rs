@@ -267,6 +267,17 @@ pub(super) fn take_lent(env: &Env, lent: LentBuffer) -> Option<(Unknown<'_>, *co
     Some((unsafe { Unknown::from_raw_unchecked(env.raw(), value) }, lent.data, lent.len))
 }
 
+/// The fields of an `fs.Stats` as JS takes them: a Float64Array, or a BigInt64Array
+/// for a `BigIntStats`.
+#[cfg(unix)]
+pub(super) fn stat_fields(slots: crate::sys::StatSlots, bigint: bool) -> Either<Float64Array, BigInt64Array> {
+    if bigint {
+        Either::B(BigInt64Array::new(slots.to_vec()))
+    } else {
+        Either::A(Float64Array::new(slots.map(|v| v as f64).to_vec()))
+    }
+}
+
 pub(super) fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
     match err {
         // libuv's error number and the syscall: JS names the error from Node's own
@@ -336,17 +347,11 @@ impl ToNapiValue for Batch {
                 }
                 Delivered::Done(Ok(())) => out.set(slot, ())?,
                 #[cfg(unix)]
-                Delivered::Stats(Ok(slots), false) => {
-                    out.set(slot, Float64Array::new(slots.map(|v| v as f64).to_vec()))?
-                }
-                #[cfg(unix)]
-                Delivered::Stats(Ok(slots), true) => out.set(slot, BigInt64Array::new(slots.to_vec()))?,
+                Delivered::Stats(slots, bigint) => out.set(slot, stat_fields(slots, bigint))?,
                 Delivered::Bytes(Err(e))
                 | Delivered::Chunk(Err(e), _)
                 | Delivered::Opened(Err(e))
                 | Delivered::Done(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
-                #[cfg(unix)]
-                Delivered::Stats(Err(e), _) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
                 Delivered::Batch(slabs, results) => {
                     // [slabs, spans, others]: result j is `len` bytes at `offset` of
