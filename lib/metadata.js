@@ -273,6 +273,8 @@ async function readdirPromise(path, options) {
 }
 
 module.exports = {
+  /** node:fs's own functions, taken at load: what runs where the addon has none. */
+  node,
   handleStat,
   readdir: named('readdir', readdir),
   realpathNative: named('realpathNative', realpathNative),

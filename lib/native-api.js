@@ -9,10 +9,7 @@
 
 const { Buffer } = require('node:buffer')
 const { types: { isProxy } } = require('node:util')
-const nodeFs = require('node:fs')
-// Taken before install() patches them.
-const { constants: { O_RDONLY }, readFile: nodeReadFile, stat: nodeStat, lstat: nodeLstat, access: nodeAccess, readdir: nodeReaddir } = nodeFs
-const nodePromises = { stat: nodeFs.promises.stat, lstat: nodeFs.promises.lstat, access: nodeFs.promises.access, realpath: nodeFs.promises.realpath, readdir: nodeFs.promises.readdir }
+const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
@@ -21,10 +18,8 @@ const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
 const metadata = require('./metadata')
 
-/** stat, lstat and access: on the pool where the addon answers them, else node:fs's own. */
-const meta = metadata.supported
-  ? metadata
-  : { stat: nodeStat, lstat: nodeLstat, access: nodeAccess, readdir: nodeReaddir, promises: nodePromises }
+/** The metadata calls: on the pool where the addon answers them, else node:fs's own. */
+const meta = metadata.supported ? metadata : metadata.node
 
 /**
  * What a native outcome means for one read: `[err]` or `[null, data]`. An outcome

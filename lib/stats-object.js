@@ -27,9 +27,9 @@ function dateFromMs(ms) {
   return new Date(Math.round(Number(ms)))
 }
 
-/** An fs.Stats from a Float64Array of the slots. */
-function statsFromSlots(s) {
-  const stats = Object.create(Stats.prototype)
+/** An object of `prototype` with the ten fields both kinds of Stats start with, in node's order. */
+function withBaseFields(prototype, s) {
+  const stats = Object.create(prototype)
   stats.dev = s[0]
   stats.mode = s[1]
   stats.nlink = s[2]
@@ -40,6 +40,12 @@ function statsFromSlots(s) {
   stats.ino = s[7]
   stats.size = s[8]
   stats.blocks = s[9]
+  return stats
+}
+
+/** An fs.Stats from a Float64Array of the slots. */
+function statsFromSlots(s) {
+  const stats = withBaseFields(Stats.prototype, s)
   stats.atimeMs = s[10] * 1000 + s[11] / 1e6
   stats.mtimeMs = s[12] * 1000 + s[13] / 1e6
   stats.ctimeMs = s[14] * 1000 + s[15] / 1e6
@@ -50,17 +56,7 @@ function statsFromSlots(s) {
 
 /** An fs.BigIntStats from a BigInt64Array of the slots. */
 function bigIntStatsFromSlots(s) {
-  const stats = Object.create(bigIntPrototype())
-  stats.dev = s[0]
-  stats.mode = s[1]
-  stats.nlink = s[2]
-  stats.uid = s[3]
-  stats.gid = s[4]
-  stats.rdev = s[5]
-  stats.blksize = s[6]
-  stats.ino = s[7]
-  stats.size = s[8]
-  stats.blocks = s[9]
+  const stats = withBaseFields(bigIntPrototype(), s)
   const atimeNs = s[10] * kNsPerSecBigInt + s[11]
   const mtimeNs = s[12] * kNsPerSecBigInt + s[13]
   const ctimeNs = s[14] * kNsPerSecBigInt + s[15]
