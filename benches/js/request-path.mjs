@@ -7,19 +7,14 @@
 // fastify with @fastify/static. Also the idle servers, for what the hashes cost.
 
 import path from 'node:path'
-import { fork, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { launchServer, generator } from './server.mjs'
 import { KiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, fmtRatio } from './common.mjs'
 
 export const name = 'request-path'
 export const title = 'request-path: 1 KiB requests while 4 pbkdf2 hashes fill libuv\'s pool'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const repo = path.join(here, '..', '..')
-const SERVERS = {
-  http: path.join(repo, 'examples', 'static-server.mjs'),
-  fastify: path.join(here, 'server', 'fastify-server.mjs'),
-}
 const HASHES = 4
 const CONNECTIONS = 4
 const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
@@ -31,27 +26,13 @@ function startServer(side, dir) {
   if (lib === 'fairfs') execArgv.push('--import', 'fairfs/register')
   const env = { ...process.env, FAIRFS_BENCH_HASHES: variant === 'idle' ? '0' : String(HASHES) }
   if (variant === 'UV64') env.UV_THREADPOOL_SIZE = '64'
-  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, env, cwd: repo, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-  return new Promise((resolve, reject) => {
-    child.once('message', ({ port }) => resolve({ child, port }))
-    child.once('exit', (code) => reject(new Error(`${side} server exited with ${code}`)))
-  })
+  return launchServer(kind, dir, { execArgv, env })
 }
 
 function hashesDone(child) {
   return new Promise((resolve) => {
     child.once('message', ({ hashes }) => resolve(hashes))
     child.send('hashes')
-  })
-}
-
-function smalls(port, ms) {
-  const proc = spawn(process.execPath, [path.join(here, 'server', 'smalls.mjs'), port, CONNECTIONS, ms].map(String), { stdio: ['ignore', 'pipe', 'inherit'] })
-  let out = ''
-  proc.stdout.setEncoding('utf8').on('data', (d) => { out += d })
-  return new Promise((resolve, reject) => {
-    proc.on('error', reject)
-    proc.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`smalls.mjs exited with ${code}`))))
   })
 }
 
@@ -67,7 +48,7 @@ export async function run({ quick, progress }) {
       try {
         const before = await hashesDone(child)
         const t0 = process.hrtime.bigint()
-        const result = await smalls(port, durationMs)
+        const result = await generator('smalls.mjs', [port, CONNECTIONS, durationMs])
         const seconds = Number(process.hrtime.bigint() - t0) / 1e9
         const hashesPerSec = ((await hashesDone(child)) - before) / seconds
         if (result.errors > 0) throw new Error(`${side}: ${result.errors} requests failed`)

@@ -17,7 +17,7 @@ export const title = 'server: 1 KiB requests next to big downloads, node:fs vs f
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const repo = path.join(here, '..', '..')
-const SERVERS = {
+export const SERVERS = {
   http: path.join(repo, 'examples', 'static-server.mjs'),
   fastify: path.join(here, 'server', 'fastify-server.mjs'),
 }
@@ -53,18 +53,22 @@ function clientCgroup() {
   return null
 }
 
-function startServer(side, dir) {
-  const [kind, lib] = side.split(' ')
-  const execArgv = lib === 'fairfs' ? ['--import', 'fairfs/register'] : []
-  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, cwd: repo, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+/** Starts server `kind` (a key of SERVERS) on `dir` in a process of its own; resolves with it and its port. */
+export function launchServer(kind, dir, { execArgv = [], env = process.env } = {}) {
+  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, env, cwd: repo, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
   return new Promise((resolve, reject) => {
     child.once('message', ({ port }) => resolve({ child, port }))
-    child.once('exit', (code) => reject(new Error(`${side} server exited with ${code}`)))
+    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)))
   })
 }
 
-/** Runs a load generator script; resolves with the JSON it prints. */
-function generator(script, args, cgroup) {
+function startServer(side, dir) {
+  const [kind, lib] = side.split(' ')
+  return launchServer(kind, dir, { execArgv: lib === 'fairfs' ? ['--import', 'fairfs/register'] : [] })
+}
+
+/** Runs a load generator script of server/; resolves with the JSON it prints. */
+export function generator(script, args, cgroup) {
   const proc = spawn(process.execPath, [path.join(here, 'server', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] })
   cgroup?.add(proc.pid)
   let out = ''
