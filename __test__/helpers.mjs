@@ -112,8 +112,11 @@ export function viaCallback(fn) {
   })
 }
 
-/** Runs a promise-returning call; records a synchronous throw, a rejection or the value. */
-export async function viaPromise(fn) {
+/**
+ * Runs a promise-returning call; records a synchronous throw, a rejection or the value
+ * (as `describeResult` tells it).
+ */
+export async function viaPromise(fn, describeResult = describeValue) {
   let p
   try {
     p = fn()
@@ -121,7 +124,7 @@ export async function viaPromise(fn) {
     return { threw: describeError(err) }
   }
   try {
-    return describeValue(await p)
+    return describeResult(await p)
   } catch (err) {
     return { error: describeError(err) }
   }

@@ -6,7 +6,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import path from 'node:path'
 import { execFileSync } from 'node:child_process'
-import { fairfs, isNative, nativeOnly, emulated, portable, makeFile, tmpPath, describeError } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, emulated, portable, makeFile, tmpPath, describeError, viaPromise as viaPromiseWith } from './helpers.mjs'
 
 // Taken before any install() in this file.
 const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, readdir: fs.readdir, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
@@ -36,19 +36,8 @@ function viaCallback(call) {
   })
 }
 
-async function viaPromise(call) {
-  let p
-  try {
-    p = call()
-  } catch (err) {
-    return { threw: describeError(err) }
-  }
-  try {
-    return describe(await p)
-  } catch (err) {
-    return describe(err)
-  }
-}
+/** The outcome of a promise call, its value as `describe` tells it. */
+const viaPromise = (call) => viaPromiseWith(call, describe)
 
 const dir = fs.mkdtempSync(tmpPath('meta'))
 const { path: file } = makeFile(12_345, 'meta-file')
