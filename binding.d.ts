@@ -48,6 +48,13 @@ export declare function cancelMany(ids: Array<number>): void
 /** Queue `expected` of these at once, one per libuv thread (`UV_THREADPOOL_SIZE`). */
 export declare function censusHostPool(expected: number): Promise<unknown>
 
+/**
+ * Closes `fd`, which `openCached` opened, on the JS thread where that cannot wait
+ * (`cached::close_regular`): true, or the error as `[errno, syscall]`, once closed;
+ * false with `fd` still open (`closeFd` then closes it on the pool).
+ */
+export declare function closeCached(fd: number): boolean | unknown
+
 /** Closes `fd`. Returns the request id. */
 export declare function closeFd(fd: number): number
 

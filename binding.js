@@ -839,6 +839,7 @@ module.exports.accessPath = nativeBinding.accessPath
 module.exports.cancel = nativeBinding.cancel
 module.exports.cancelMany = nativeBinding.cancelMany
 module.exports.censusHostPool = nativeBinding.censusHostPool
+module.exports.closeCached = nativeBinding.closeCached
 module.exports.closeFd = nativeBinding.closeFd
 module.exports.configure = nativeBinding.configure
 module.exports.endFlow = nativeBinding.endFlow

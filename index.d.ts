@@ -112,9 +112,10 @@ export interface ConfigureOptions {
   /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread, 0..MAX_LENGTH (default 2 GiB - 1, every Node line). */
   maxUnsizedLength?: number
   /**
-   * Read small, fully cached files on the calling thread without blocking, open a stream's
-   * cached regular file and read its first block (up to 64 KiB) there too, and answer cached
-   * `stat`/`lstat` calls on local file systems there (default true; Linux 5.12+).
+   * On local file systems (not NFS or FUSE), read small, fully cached files on the calling
+   * thread without blocking, open a stream's cached regular file, read its first block (up
+   * to 64 KiB) and close it there too, and answer cached `stat`/`lstat` calls there
+   * (default true; Linux 5.12+).
    */
   fastPath?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */

@@ -78,6 +78,13 @@ class ReadStream extends Readable {
   #wantMore = false
   #noMore = false
   #ended = false
+  /** The next read may be answered on this thread from the page cache
+   *  (lib/stream-fast-path.js): a stream's first read, and the read after a short one
+   *  that tells whether the file ended. */
+  #cachedNext = true
+  /** A read answered on this thread is on its way: it goes alone, since for a small
+   *  file it is the whole file and read-ahead would only find its end again. */
+  #cachedInFlight = false
   /** The open in flight, which destroy() cancels: Readable waits for _construct
    *  before it calls _destroy, and an open of a FIFO waits for a writer. */
   #openId = null
@@ -166,6 +173,9 @@ class ReadStream extends Readable {
 
   /** Whether this stream's fd is one the native side opened and will close at teardown. */
   #ownFd = false
+  /** The fd was opened on this thread (openCached): a regular file on a local file
+   *  system, which closeCached may close here too. */
+  #openedHere = false
 
   _construct(callback) {
     // Destroyed already (a signal aborted before the start): nothing to open.
@@ -185,6 +195,7 @@ class ReadStream extends Readable {
     const fd = settings.fastPath ? openCached(this._nativePath.native, flags) : null
     if (fd !== null) {
       this.#ownFd = true
+      this.#openedHere = true
       setImmediate(() => {
         this.fd = fd
         if (!this.autoClose) this.#forgetFd()
@@ -262,16 +273,25 @@ class ReadStream extends Readable {
     const theirRead = replacedRead(this)
     const limit = this.#positional && !theirRead ? this.#readAhead : 1
     // Blocks that finished out of order and wait for their turn count too.
-    while (this.#wantMore && !this.#noMore && this.#live + this.#ready.size < limit) {
+    while (this.#wantMore && !this.#noMore && !this.#cachedInFlight && this.#live + this.#ready.size < limit) {
       // At the current position only one read is in flight, so bytesRead is exact.
       const remaining = this.end - (this.#positional ? this.#nextPos : this.bytesRead) + 1
       const block = this.#positional && !theirRead ? this.#blockSize : this.readableHighWaterMark
-      const size = Math.min(block, remaining)
+      let size = Math.min(block, remaining)
       if (size <= 0) {
         this.#noMore = true
         break
       }
-      this.#issue(size, theirRead)
+      let mayCache = this.#cachedNext && this.#positional && !theirRead && settings.fastPath && !this._handle
+      if (mayCache && size > kFastPathMax) {
+        // A stream with no end (koa-send's) asks for as many whole chunks as the fast
+        // path reads, not a whole block: a small file is then read here in one go.
+        const whole = Math.floor(kFastPathMax / this.readableHighWaterMark) * this.readableHighWaterMark
+        if (whole > 0) size = whole
+        else mayCache = false
+      }
+      this.#cachedNext = false
+      this.#issue(size, theirRead, mayCache)
     }
     if (this.#noMore && this.#live === 0 && this.#ready.size === 0) {
       this.#ended = true
@@ -280,7 +300,7 @@ class ReadStream extends Readable {
     }
   }
 
-  #issue(size, theirRead) {
+  #issue(size, theirRead, mayCache) {
     const seq = this.#seqNext++
     const gen = this.#gen
     const position = this.#positional ? this.#nextPos : -1
@@ -309,12 +329,16 @@ class ReadStream extends Readable {
       id = {}
       this.#ids.add(id)
       readThrough(theirRead, size, position, done)
-    } else if (seq === 0 && position >= 0 && size <= kFastPathMax && settings.fastPath && !this._handle &&
+    } else if (mayCache && position >= 0 &&
       (cached = readCached(this.fd, position, size, this.readableHighWaterMark)) !== null) {
       // In the page cache: read here (lib/stream-fast-path.js), delivered as a macrotask.
       id = {}
       this.#ids.add(id)
-      setImmediate(done, cached)
+      this.#cachedInFlight = true
+      setImmediate(() => {
+        if (gen === this.#gen) this.#cachedInFlight = false
+        done(cached)
+      })
     } else {
       // Pooled memory, copied out when small and lent to JS when not. A lent block is
       // kept from V8's count while the pool has stock (src/external_memory.rs), so
@@ -337,6 +361,7 @@ class ReadStream extends Readable {
     this.#seqNext = this.#seqPush
     this.#nextPos = nextPos
     this.#noMore = false
+    this.#cachedInFlight = false
   }
 
   /**
@@ -395,6 +420,7 @@ class ReadStream extends Readable {
         // Later chunks were asked for past what the file held then; read on from
         // here, as node:fs does (the file may be growing).
         this.#restart(position + length)
+        this.#cachedNext = true
         return
       }
     }
@@ -452,9 +478,16 @@ class ReadStream extends Readable {
       this.fd = null
       return
     }
-    const id = binding.closeFd(this.fd)
+    const fd = this.fd
     this.#ownFd = false
     this.fd = null
+    const closed = this.#openedHere ? binding.closeCached(fd) : false
+    if (closed !== false) {
+      // Closed here, as it was opened; the outcome still comes as a macrotask.
+      setImmediate(callback, closed === true ? err : err || nativeError(closed))
+      return
+    }
+    const id = binding.closeFd(fd)
     track(id, (result) => callback(result === undefined ? err : err || nativeError(result)))
   }
 

@@ -111,6 +111,9 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     // O_NONBLOCK: opening a FIFO must not wait for a writer here (the files we
     // read are regular, where it changes nothing); O_NOCTTY: a tty must not become
     // the controlling terminal.
+    if !on_local_fs(path) {
+        return Cached::Miss;
+    }
     let open = || sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY);
     let Some(fd) = open_unless_lacking(&KERNEL_LACKS_OPENAT2, open) else { return Cached::Miss };
     let st = match sys::fstat(fd) {
@@ -133,6 +136,18 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     })();
     let _ = sys::close(fd);
     result.map_or(Cached::Miss, Cached::Hit)
+}
+
+/// Whether `path`'s lookup is cached and it lies on a local file system
+/// (`sys::is_local_fs`), found with `O_PATH`, which opens nothing: FUSE and NFS answer
+/// an open by asking a process or a server, which the calling thread must not wait for.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn on_local_fs(path: &CStr) -> bool {
+    let look = || sys::open_cached(path, libc::O_PATH);
+    let Some(probe) = open_unless_lacking(&KERNEL_LACKS_OPENAT2, look) else { return false };
+    let local = sys::is_local_fs(probe);
+    let _ = sys::close(probe);
+    local
 }
 
 #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
@@ -158,7 +173,8 @@ pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
         let nonblocking = sys::nonblocking_open_flags(flags)?;
         let look = || sys::open_cached(path, libc::O_PATH);
         let probe = open_unless_lacking(&KERNEL_LACKS_OPENAT2, look)?;
-        let regular = sys::fstat(probe).is_ok_and(|st| st.is_regular);
+        // FUSE and NFS answer an open by asking a process or a server.
+        let regular = sys::fstat(probe).is_ok_and(|st| st.is_regular) && sys::is_local_fs(probe);
         let _ = sys::close(probe);
         if !regular {
             return None;
@@ -193,6 +209,23 @@ pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usiz
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
         let _ = (fd, buf, position);
+        None
+    }
+}
+
+/// Closes `fd`, which [`open_regular`] opened, on the calling thread if that cannot
+/// wait: a file on a local file system that still has a name. The last close of an
+/// unlinked file frees its blocks, which may take long; those, and anything else, are
+/// left to the pool (`None`, with `fd` still open).
+pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsError>> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    {
+        let quick = sys::link_count(fd).is_some_and(|links| links > 0) && sys::is_local_fs(fd);
+        quick.then(|| sys::close(fd))
+    }
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = fd;
         None
     }
 }
@@ -260,7 +293,15 @@ mod tests {
         assert_eq!(&buf, b"world");
         assert_eq!(read_at(fd, &mut buf, 10), Some(2), "short at the end of the file");
         assert_eq!(read_at(fd, &mut buf, 12), Some(0), "the end");
+        assert!(matches!(close_regular(fd), Some(Ok(()))), "a named file on a local file system closes here");
+        assert!(sys::fstat(fd).is_err(), "closed");
+        // Unlinked, its last close frees its blocks: that is the pool's to do.
+        let fd = open_regular(&c(&file), libc::O_RDONLY).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert!(close_regular(fd).is_none());
+        assert!(sys::fstat(fd).is_ok(), "left open for the pool");
         sys::close(fd).unwrap();
+        std::fs::write(&file, b"hello, world").unwrap();
         assert_eq!(open_regular(&c(&file), libc::O_RDWR), None, "writable flags");
         assert_eq!(open_regular(&c(&dir), libc::O_RDONLY), None, "a directory: the pool's open reports it");
         assert_eq!(open_regular(&c(&dir.join("missing")), libc::O_RDONLY), None);

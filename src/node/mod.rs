@@ -265,6 +265,19 @@ pub fn read_cached_into(fd: i32, position: f64, mut buffer: BufferSlice) -> Opti
     crate::cached::read_at(fd, &mut buffer, position as u64).map(|n| n as u32)
 }
 
+/// Closes `fd`, which `openCached` opened, on the JS thread where that cannot wait
+/// (`cached::close_regular`): true, or the error as `[errno, syscall]`, once closed;
+/// false with `fd` still open (`closeFd` then closes it on the pool).
+#[napi]
+pub fn close_cached(env: &Env, fd: i32) -> Result<Either<bool, Unknown<'_>>> {
+    let Some(closed) = crate::cached::close_regular(fd) else { return Ok(Either::A(false)) };
+    state(env)?.fds.remove(&fd);
+    match closed {
+        Ok(()) => Ok(Either::A(true)),
+        Err(e) => Ok(Either::B(results::error_to_js(env, e.into())?)),
+    }
+}
+
 /// Closes `fd`. Returns the request id.
 #[napi]
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {

@@ -178,7 +178,7 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
 /// `open_cached` and `read_nowait`: the cache-hit fast path ([`crate::cached`]),
 /// which exists only where they do.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-pub use linux::{is_local_fs, open_cached, read_nowait, read_nowait_at};
+pub use linux::{is_local_fs, link_count, open_cached, read_nowait, read_nowait_at};
 
 /// Asks the kernel to back `mem` with transparent huge pages where it can (advice
 /// only; a no-op where there is no such advice).
