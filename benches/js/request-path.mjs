@@ -3,8 +3,9 @@
 // threads) while autocannon asks it for 100 different 1 KiB files. Each request makes
 // the server stat the file (send, @fastify/send) before it reads it, and on node:fs
 // both queue behind the hashes. Sides: node:fs, node:fs with UV_THREADPOOL_SIZE=64 (the
-// usual advice), and fairfs/register; plain http (examples/static-server.mjs) and
-// fastify with @fastify/static. Also the idle servers, for what the hashes cost.
+// usual advice), and fairfs/register; plain http (examples/static-server.mjs), express
+// with serve-static, fastify with @fastify/static and koa with koa-static. Also the idle
+// servers, for what the hashes cost.
 
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,7 +19,8 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const HASHES = 4
 const CONNECTIONS = 4
 const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
-const SIDES = ['http', 'fastify'].flatMap((kind) => [...LIBS.map((lib) => `${kind} ${lib}`), `${kind} node:fs idle`, `${kind} fairfs idle`])
+const KINDS = ['http', 'express', 'fastify', 'koa']
+const SIDES = KINDS.flatMap((kind) => [...LIBS.map((lib) => `${kind} ${lib}`), `${kind} node:fs idle`, `${kind} fairfs idle`])
 
 function startServer(side, dir) {
   const [kind, lib, variant] = side.split(' ')
@@ -64,7 +66,7 @@ export async function run({ quick, progress }) {
   const rows = SIDES.map((side) => [side, fmtNum(med(side, 'requests')), fmtNum(med(side, 'p50')), fmtNum(med(side, 'p99')),
     side.endsWith('idle') ? '—' : fmtNum(med(side, 'hashesPerSec'))])
   const ratios = []
-  for (const kind of ['http', 'fastify']) {
+  for (const kind of KINDS) {
     const ours = `${kind} fairfs`
     ratios.push(
       { label: `${kind}, 4 pbkdf2: req/s, fairfs ÷ node:fs`, value: med(ours, 'requests') / med(`${kind} node:fs`, 'requests') },
@@ -75,7 +77,7 @@ export async function run({ quick, progress }) {
   }
   return {
     notes: [
-      `Server: one process per measurement; plain http is examples/static-server.mjs (fs.stat, then readFile below 1 MiB), fastify with @fastify/static (fs.stat, then a stream). Each server process keeps ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle").`,
+      `Server: one process per measurement; plain http is examples/static-server.mjs (fs.stat, then readFile below 1 MiB); express 5 with serve-static, fastify 5 with @fastify/static and koa 3 with koa-static each fs.stat, then stream the file. Each server process keeps ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle").`,
       `Load: autocannon with ${CONNECTIONS} keep-alive connections over 100 different 1 KiB files for ${durationMs} ms, in a process of its own.`,
       `"UV64" is node:fs with UV_THREADPOOL_SIZE=64. ${rounds} interleaved rounds; medians.`,
     ],

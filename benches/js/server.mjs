@@ -20,6 +20,8 @@ const repo = path.join(here, '..', '..')
 export const SERVERS = {
   http: path.join(repo, 'examples', 'static-server.mjs'),
   fastify: path.join(here, 'server', 'fastify-server.mjs'),
+  express: path.join(here, 'server', 'express-server.mjs'),
+  koa: path.join(here, 'server', 'koa-server.mjs'),
 }
 const SIDES = ['http node:fs', 'http fairfs', 'fastify node:fs', 'fastify fairfs']
 const DOWNLOADERS = 4
