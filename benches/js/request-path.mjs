@@ -20,7 +20,9 @@ const HASHES = 4
 const CONNECTIONS = 4
 const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
 const KINDS = ['http', 'express', 'fastify', 'koa']
-const SIDES = KINDS.flatMap((kind) => [...LIBS.map((lib) => `${kind} ${lib}`), `${kind} node:fs idle`, `${kind} fairfs idle`])
+/** A server with the hashes and no requests: the hashes' own rate. */
+const HASHES_ALONE = 'http node:fs alone'
+const SIDES = [...KINDS.flatMap((kind) => [...LIBS.map((lib) => `${kind} ${lib}`), `${kind} node:fs idle`, `${kind} fairfs idle`]), HASHES_ALONE]
 
 function startServer(side, dir) {
   const [kind, lib, variant] = side.split(' ')
@@ -31,11 +33,28 @@ function startServer(side, dir) {
   return launchServer(kind, dir, { execArgv, env })
 }
 
-function hashesDone(child) {
+/** The server's hashes finished so far, its event loop's utilization and its main thread's schedstat. */
+function serverState(child) {
   return new Promise((resolve) => {
-    child.once('message', ({ hashes }) => resolve(hashes))
+    child.once('message', resolve)
     child.send('hashes')
   })
+}
+
+/**
+ * What the server's main thread did between two of its states, as shares of the
+ * time: its event loop busy (not waiting in epoll), on a CPU, and runnable but waiting
+ * for one. A loop that is busy all the time waits for nothing but a CPU.
+ */
+function mainThread(before, after) {
+  const loop = performance.eventLoopUtilization(after.loop, before.loop).utilization
+  if (!before.sched || !after.sched) return { loop, onCpu: NaN, runnable: NaN }
+  const wall = (after.loop.idle + after.loop.active - before.loop.idle - before.loop.active) * 1e6
+  return {
+    loop,
+    onCpu: (after.sched.onCpu - before.sched.onCpu) / wall,
+    runnable: (after.sched.waiting - before.sched.waiting) / wall,
+  }
 }
 
 export async function run({ quick, progress }) {
@@ -48,13 +67,16 @@ export async function run({ quick, progress }) {
     samples = await interleave(SIDES, rounds, async (side) => {
       const { child, port } = await startServer(side, dir)
       try {
-        const before = await hashesDone(child)
+        const before = await serverState(child)
         const t0 = process.hrtime.bigint()
-        const result = await generator('smalls.mjs', [port, CONNECTIONS, durationMs])
+        const result = side === HASHES_ALONE
+          ? await new Promise((resolve) => setTimeout(resolve, durationMs, { requests: 0, p50: NaN, p99: NaN, errors: 0 }))
+          : await generator('smalls.mjs', [port, CONNECTIONS, durationMs])
         const seconds = Number(process.hrtime.bigint() - t0) / 1e9
-        const hashesPerSec = ((await hashesDone(child)) - before) / seconds
+        const after = await serverState(child)
+        const hashesPerSec = (after.hashes - before.hashes) / seconds
         if (result.errors > 0) throw new Error(`${side}: ${result.errors} requests failed`)
-        return { ...result, hashesPerSec }
+        return { ...result, hashesPerSec, ...mainThread(before, after) }
       } finally {
         child.kill()
       }
@@ -63,8 +85,11 @@ export async function run({ quick, progress }) {
     removeTmpDir(dir)
   }
   const med = (side, key) => median(samples[side].map((s) => s[key]))
-  const rows = SIDES.map((side) => [side, fmtNum(med(side, 'requests')), fmtNum(med(side, 'p50')), fmtNum(med(side, 'p99')),
-    side.endsWith('idle') ? '—' : fmtNum(med(side, 'hashesPerSec'))])
+  const pct = (side, key) => (Number.isNaN(med(side, key)) ? '—' : `${Math.round(med(side, key) * 100)}%`)
+  const rows = SIDES.map((side) => [side, side === HASHES_ALONE ? '—' : fmtNum(med(side, 'requests')),
+    side === HASHES_ALONE ? '—' : fmtNum(med(side, 'p50')), side === HASHES_ALONE ? '—' : fmtNum(med(side, 'p99')),
+    side.endsWith('idle') ? '—' : fmtNum(med(side, 'hashesPerSec')),
+    pct(side, 'loop'), pct(side, 'onCpu'), pct(side, 'runnable')])
   const ratios = []
   for (const kind of KINDS) {
     const ours = `${kind} fairfs`
@@ -72,6 +97,7 @@ export async function run({ quick, progress }) {
       { label: `${kind}, 4 pbkdf2: req/s, fairfs ÷ node:fs`, value: med(ours, 'requests') / med(`${kind} node:fs`, 'requests') },
       { label: `${kind}, 4 pbkdf2: req/s, fairfs ÷ node:fs UV_THREADPOOL_SIZE=64`, value: med(ours, 'requests') / med(`${kind} node:fs UV64`, 'requests') },
       { label: `${kind}, 4 pbkdf2: hashes/s, fairfs ÷ node:fs`, value: med(ours, 'hashesPerSec') / med(`${kind} node:fs`, 'hashesPerSec') },
+      { label: `${kind}, 4 pbkdf2: hashes/s, fairfs ÷ hashes alone`, value: med(ours, 'hashesPerSec') / med(HASHES_ALONE, 'hashesPerSec') },
       { label: `${kind}, idle: req/s, fairfs ÷ node:fs`, value: med(`${kind} fairfs idle`, 'requests') / med(`${kind} node:fs idle`, 'requests') },
     )
   }
@@ -79,11 +105,12 @@ export async function run({ quick, progress }) {
     notes: [
       `Server: one process per measurement; plain http is examples/static-server.mjs (fs.stat, then readFile below 1 MiB); express 5 with serve-static, fastify 5 with @fastify/static and koa 3 with koa-static each fs.stat, then stream the file. Each server process keeps ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle").`,
       `Load: autocannon with ${CONNECTIONS} keep-alive connections over 100 different 1 KiB files for ${durationMs} ms, in a process of its own.`,
-      `"UV64" is node:fs with UV_THREADPOOL_SIZE=64. ${rounds} interleaved rounds; medians.`,
+      `"UV64" is node:fs with UV_THREADPOOL_SIZE=64; "alone" is a server with the hashes and no requests, for the hashes' own rate. ${rounds} interleaved rounds; medians.`,
+      'The server\'s main thread, as shares of the time measured: "loop" its event loop busy (not waiting for I/O or a pool), "CPU" running, "runnable" ready but waiting for a CPU (Linux schedstat). A loop busy nearly all the time waits on nothing but the CPU, which the hashes and the load generator share with it.',
     ],
     tables: [{
-      caption: 'requests (ms latencies) and the hashes the same process finished meanwhile',
-      columns: ['server', 'req/s', 'p50', 'p99', 'hashes/s'],
+      caption: 'requests (ms latencies), the hashes the same process finished meanwhile, and its main thread',
+      columns: ['server', 'req/s', 'p50', 'p99', 'hashes/s', 'loop', 'CPU', 'runnable'],
       rows,
     }, {
       caption: 'ratios > 1 favour fairfs',
