@@ -130,10 +130,19 @@ pub fn advise_huge_pages(mem: &mut [MaybeUninit<u8>]) {
 /// the CPU from the event loop on the spot: in the server benchmark most of the main
 /// thread's context switches came right after such a wake-up (docs/tuning.md). A failure (a policy the OS refuses) is
 /// ignored: the nice value still applies.
+///
+/// The policy is set through `syscall(2)`: musl's `sched_setscheduler` always fails with
+/// `ENOSYS` (POSIX says it sets a process's policy, and Linux only has per-thread ones),
+/// and musl's `sched_param` has more fields than the kernel reads, so it is zeroed
+/// rather than built field by field.
 pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler only reads `param` and changes this thread's policy.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
+    // SAFETY: sched_param is plain integers (and, on musl, timespecs of integers), for
+    // which all zeroes is a valid value: priority 0, which SCHED_BATCH requires.
+    let param: libc::sched_param = unsafe { std::mem::zeroed() };
+    // SAFETY: the kernel reads one int (sched_priority, the first field) from `param`,
+    // which lives across the call, and changes only this thread's policy (tid 0: the
+    // caller).
+    unsafe { libc::syscall(libc::SYS_sched_setscheduler, 0, libc::SCHED_BATCH, &param as *const libc::sched_param) };
     // SAFETY: setpriority has no memory effects; it only changes scheduling.
     if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } < 0 {
         return Err(std::io::Error::last_os_error());

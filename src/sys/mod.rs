@@ -337,24 +337,29 @@ mod tests {
         std::fs::remove_file(p).unwrap();
     }
 
-    /// Linux keeps a nice value per thread: setting it on one leaves the others alone.
+    /// Linux keeps a nice value and a policy per thread: setting them on one leaves the
+    /// others alone (on musl too, whose `sched_setscheduler` never does anything).
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
-    fn nice_applies_to_the_calling_thread_only() {
-        fn nice_of(stat: &str) -> i32 {
-            // Fields after the parenthesised command; nice is field 19 of the line.
+    fn nice_and_batch_policy_apply_to_the_calling_thread_only() {
+        /// Field `n` (1-based, as in proc(5)) of this thread's stat line.
+        fn field(n: usize) -> i64 {
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            // Fields after the parenthesised command, which is field 2.
             let rest = &stat[stat.rfind(')').unwrap() + 2..];
-            rest.split(' ').nth(16).unwrap().parse().unwrap()
+            rest.split(' ').nth(n - 3).unwrap().parse().unwrap()
         }
-        let before = nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap());
+        let nice = || field(19);
+        let policy = || field(41);
+        let before = nice();
         let inside = std::thread::spawn(move || {
-            set_thread_nice(before + 3).unwrap();
-            nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap())
+            set_thread_nice(before as i32 + 3).unwrap();
+            (nice(), policy())
         })
         .join()
         .unwrap();
-        assert_eq!(inside, (before + 3).min(19));
-        assert_eq!(nice_of(&std::fs::read_to_string("/proc/thread-self/stat").unwrap()), before);
+        assert_eq!(inside, ((before + 3).min(19), libc::SCHED_BATCH as i64));
+        assert_eq!((nice(), policy()), (before, libc::SCHED_OTHER as i64));
     }
 
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
