@@ -51,14 +51,14 @@ pub fn is_local_fs(fd: Fd) -> bool {
 }
 
 /// How many names `fd`'s file has (0 once it is unlinked), or `None` if `fstat` fails.
-pub fn link_count(fd: Fd) -> Option<u64> {
+pub fn link_count(fd: Fd) -> Option<libc::nlink_t> {
     let mut st = MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `st` is writable memory of stat's size; fstat only writes into it.
     if unsafe { libc::fstat(fd, st.as_mut_ptr()) } < 0 {
         return None;
     }
     // SAFETY: fstat returned 0, so it filled `st`.
-    Some(u64::from(unsafe { st.assume_init() }.st_nlink))
+    Some(unsafe { st.assume_init() }.st_nlink)
 }
 
 /// `preadv2` with `RWF_NOWAIT` at offset 0: reads only what is in the page cache,
