@@ -238,6 +238,38 @@ test('destroy() mid-read stops the stream and closes the fd', async (t) => {
   t.is(fdsOpenOn(path), 0, "closed by the time 'close' is emitted")
 })
 
+for (const [what, existing] of [['a file', true], ['a missing file', false]]) {
+  test(`destroy() before the open: ${what} is still opened (or fails), then closed, as node:fs (Node's test-fs-stream-double-close)`, async (t) => {
+    const path = existing ? makeFile(100).path : tmpPath('never-made')
+    const events = async (create) => {
+      const s = create(path)
+      const seen = []
+      for (const name of ['open', 'ready', 'close']) s.on(name, () => seen.push(name))
+      s.on('error', (e) => seen.push(`error ${e.code}`))
+      s.destroy()
+      await new Promise((resolve) => s.on('close', resolve))
+      return { seen, fd: s.fd, destroyed: s.destroyed }
+    }
+    const ours = await events(fairfs.createReadStream)
+    t.deepEqual(ours, await events(fs.createReadStream))
+    t.deepEqual(ours.seen, existing ? ['open', 'ready', 'close'] : ['error ENOENT', 'close'])
+    if (existing) t.is(fdsOpenOn(path), 0)
+  })
+}
+
+nativeOnly(test)('a signal aborted before the start: AbortError and close, and no file is opened', async (t) => {
+  const { path } = makeFile(100)
+  const s = fairfs.createReadStream(path, { signal: AbortSignal.abort() })
+  const seen = []
+  for (const name of ['open', 'ready', 'close']) s.on(name, () => seen.push(name))
+  s.on('error', (e) => seen.push(e.name))
+  await new Promise((resolve) => s.on('close', resolve))
+  await nextLoopTurn()
+  // node:fs emits the same two, then opens the file anyway and keeps it open.
+  t.deepEqual(seen, ['AbortError', 'close'])
+  t.is(fdsOpenOn(path), 0)
+})
+
 test('abort via signal gives an AbortError and closes the fd', async (t) => {
   const { path } = makeFile(1024 * 1024)
   const controller = new AbortController()

@@ -148,6 +148,7 @@ class ReadStream extends Readable {
     const early = this._destroyedEarly
     if (early) {
       delete this._destroyedEarly
+      this.#destroyedAtStart = true
       this._destroy(...early)
     }
   }
@@ -177,9 +178,14 @@ class ReadStream extends Readable {
    *  system, which closeCached may close here too. */
   #openedHere = false
 
+  /** Readable's constructor destroyed the stream (a signal aborted already). */
+  #destroyedAtStart = false
+
   _construct(callback) {
-    // Destroyed already (a signal aborted before the start): nothing to open.
-    if (typeof this.fd === 'number' || this.destroyed) return callback()
+    // A signal aborted before the start: nothing to open (node:fs opens the file then
+    // and never closes it). A stream destroyed later, even before this runs, still
+    // opens, emits 'open' and 'ready' (or the open's error), then closes, as node:fs's.
+    if (typeof this.fd === 'number' || this.#destroyedAtStart) return callback()
     if (this.open !== nodeOpen) return openPatched(this, callback)
     const open = replaced('open')
     if (open) {
