@@ -233,11 +233,8 @@ pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CString;
 
-    fn c(p: &std::path::Path) -> CString {
-        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
-    }
+    use crate::read::tests::c_path as c;
 
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]

@@ -568,12 +568,14 @@ pub(crate) mod tests {
     #[cfg(unix)]
     use std::os::fd::AsRawFd;
 
-    fn path_source(p: &std::path::Path) -> Source {
-        Source::Path {
-            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
-            flags: libc::O_RDONLY,
-            mode: 0o666,
-        }
+    /// `p` as the NUL-terminated path the OS calls take.
+    pub fn c_path(p: &std::path::Path) -> CString {
+        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
+    }
+
+    /// A read of the file at `p`, opened read-only.
+    pub fn path_source(p: &std::path::Path) -> Source {
+        Source::Path { path: c_path(p), flags: libc::O_RDONLY, mode: 0o666 }
     }
 
     /// A file holding `data`, removed when the returned path is dropped.

@@ -155,5 +155,12 @@ export function fmtNum(x) {
 
 export const fmtRatio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '—')
 
+/** A benchmark's table of its `ratios` ({ label, value }). */
+export const ratioTable = (ratios) => ({
+  caption: 'ratios > 1 favour fairfs',
+  columns: ['ratio', 'value'],
+  rows: ratios.map((r) => [r.label, fmtRatio(r.value)]),
+})
+
 /** Cell text for a fairfs API that does not exist yet. */
 export const NOT_IMPLEMENTED = 'not implemented yet'

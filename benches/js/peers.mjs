@@ -6,7 +6,7 @@
 import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { KiB, MiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, fmtRatio } from './common.mjs'
+import { KiB, MiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, ratioTable } from './common.mjs'
 import { peerBinary } from './peers/fetch.mjs'
 
 export const name = 'peers'
@@ -75,11 +75,7 @@ export async function run({ quick, progress }) {
       caption: 'reads/s (higher is better) and p99 in ms (lower is better)',
       columns: ['runtime (API)', ...CASES.map(([, label]) => label)],
       rows: names.map((side) => [side, ...CASES.map(([key]) => fmtNum(med(side, key)))]),
-    }, {
-      caption: 'ratios > 1 favour fairfs',
-      columns: ['ratio', 'value'],
-      rows: ratios.map((r) => [r.label, fmtRatio(r.value)]),
-    }],
+    }, ratioTable(ratios)],
     ratios,
     raw: samples,
   }

@@ -10,7 +10,7 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { launchServer, generator } from './server.mjs'
-import { KiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, fmtRatio } from './common.mjs'
+import { KiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, ratioTable } from './common.mjs'
 
 export const name = 'request-path'
 export const title = 'request-path: 1 KiB requests while 4 pbkdf2 hashes fill libuv\'s pool'
@@ -112,11 +112,7 @@ export async function run({ quick, progress }) {
       caption: 'requests (ms latencies), the hashes the same process finished meanwhile, and its main thread',
       columns: ['server', 'req/s', 'p50', 'p99', 'hashes/s', 'loop', 'CPU', 'runnable'],
       rows,
-    }, {
-      caption: 'ratios > 1 favour fairfs',
-      columns: ['ratio', 'value'],
-      rows: ratios.map((r) => [r.label, fmtRatio(r.value)]),
-    }],
+    }, ratioTable(ratios)],
     ratios,
     raw: samples,
   }

@@ -10,7 +10,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fork, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { KiB, MiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, fmtRatio, fmtSize } from './common.mjs'
+import { KiB, MiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, ratioTable, fmtSize } from './common.mjs'
 
 export const name = 'server'
 export const title = 'server: 1 KiB requests next to big downloads, node:fs vs fairfs/register, plain http and fastify'
@@ -133,11 +133,7 @@ export async function run({ quick, progress }) {
       caption: 'small-file latency in ms (autocannon), and the downloads\' MiB/s in the same runs',
       columns: ['server', 'small req/s', 'small p50', 'small p99', 'download MiB/s'],
       rows,
-    }, {
-      caption: 'ratios > 1 favour fairfs',
-      columns: ['ratio', 'value'],
-      rows: ratios.map((r) => [r.label, fmtRatio(r.value)]),
-    }],
+    }, ratioTable(ratios)],
     ratios,
     raw: samples,
   }

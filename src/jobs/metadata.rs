@@ -88,7 +88,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
-        let c = |p: &std::path::Path| CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let c = crate::read::tests::c_path;
         let pool = Pool::new(2, 64 * 1024);
         let ask = |q: Query| {
             let (tx, rx) = std::sync::mpsc::channel();

@@ -113,7 +113,6 @@ pub fn read_blocking(pool: &Pool, source: Source, limits: ReadLimits) -> Outcome
 mod tests {
     use super::*;
     use crate::lent::Lent;
-    use std::ffi::CString;
 
     #[test]
     fn big_files_read_through_the_pool_in_parts_are_whole() {
@@ -124,8 +123,7 @@ mod tests {
             let data: Vec<u8> = (0..len).map(|i| (i * 13 % 241) as u8).collect();
             let p = dir.join(format!("{len}"));
             std::fs::write(&p, &data).unwrap();
-            let path = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-            let source = Source::Path { path, flags: libc::O_RDONLY, mode: 0 };
+            let source = crate::read::tests::path_source(&p);
             let limits = ReadLimits { chunk_size: 4096, ..Default::default() };
             let before = pool.stats().chunks_read;
             assert_eq!(read_blocking(&pool, source, limits).unwrap(), data, "len {len}");
@@ -170,11 +168,7 @@ mod tests {
     ) -> LendingRead {
         let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
         let p = crate::read::tests::temp_file(&format!("fairfs-lending-{name}"), &data);
-        let source = Source::Path {
-            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
-            flags: libc::O_RDONLY,
-            mode: 0,
-        };
+        let source = crate::read::tests::path_source(&p);
         let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
         let (tx, rx) = std::sync::mpsc::channel();
         let (ask_tx, ask_rx) = std::sync::mpsc::channel();
@@ -283,11 +277,7 @@ mod tests {
         let (big_path, small_path) = (dir.path().join("big"), dir.path().join("small"));
         std::fs::write(&big_path, &big).unwrap();
         std::fs::write(&small_path, &small).unwrap();
-        let source = |p: &std::path::Path| Source::Path {
-            path: CString::new(p.as_os_str().as_encoded_bytes()).unwrap(),
-            flags: libc::O_RDONLY,
-            mode: 0,
-        };
+        let source = crate::read::tests::path_source;
         let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
         let (tx, rx) = std::sync::mpsc::channel();
         let (big, small) = (std::sync::Arc::new(big), std::sync::Arc::new(small));

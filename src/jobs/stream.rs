@@ -283,13 +283,12 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::CString;
 
     #[test]
     fn open_read_at_positions_and_close() {
         let p = std::env::temp_dir().join(format!("fairfs-chunk-{}", std::process::id()));
         std::fs::write(&p, b"0123456789").unwrap();
-        let path = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let path = crate::read::tests::c_path(&p);
         let fd = open(&path, libc::O_RDONLY, 0).unwrap().into_raw();
         assert_eq!(read(fd, Some(3), 4, None).unwrap(), b"3456");
         assert_eq!(read(fd, None, 4, None).unwrap(), b"0123", "current position is still 0");

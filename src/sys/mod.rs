@@ -263,12 +263,9 @@ pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<CpuSnap
 mod tests {
     use super::*;
     use crate::error::Syscall;
-    use std::ffi::CString;
     use std::os::unix::fs::PermissionsExt;
 
-    fn c(p: &std::path::Path) -> CString {
-        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
-    }
+    use crate::read::tests::c_path as c;
 
     fn read_all(fd: Fd) -> Vec<u8> {
         let mut buf = Vec::with_capacity(100);
