@@ -12,11 +12,15 @@
 //   we ship and loads on any glibc >= 2.17, not only on this machine's glibc.
 // * A target whose std rustup does not have here (aarch64-unknown-linux-gnu) is built
 //   with Debian's Rust and `-Zbuild-std` (scripts/debian-rust.sh installs it).
+// * macOS, FreeBSD, linux musl and Windows (scripts/platforms.mjs): Debian's Rust with
+//   `-Zbuild-std`, linked by zig (cargo-zigbuild) or mingw-w64, from
+//   scripts/cross-tools.sh; the binary lands in npm/<platform>/.
 // * Anywhere else (a clone on macOS, say): a plain `napi build` for the host.
 //
 // The generated loader and types (binding.js, binding.d.ts) come from host builds
 // only; they are the same for every target.
 import { execFileSync } from 'node:child_process'
+import { copyFileSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -28,6 +32,13 @@ const targetAt = args.indexOf('--target')
 const target = targetAt >= 0 ? args[targetAt + 1] : undefined
 const outAt = args.indexOf('--out')
 const out = outAt >= 0 ? args[outAt + 1] : undefined
+
+import { platforms } from './platforms.mjs'
+
+if (target !== undefined && platforms[target]?.linker !== undefined) {
+  buildForeign(target, platforms[target])
+  process.exit(0)
+}
 
 const hostTriple = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[process.arch]
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64' && process.report.getReport().header.glibcVersionRuntime !== undefined
@@ -55,3 +66,34 @@ if (foreignStd) {
 }
 
 execFileSync(process.execPath, napi, { cwd: root, stdio: 'inherit', env })
+
+/**
+ * A release build for a platform this machine cannot run: `cargo build` (or `cargo
+ * zigbuild`) with Debian's Rust and -Zbuild-std, then the cdylib copied to
+ * npm/<platform>/fairfs.<platform>.node, where `npm pack` of that package takes it.
+ */
+function buildForeign(triple, platform) {
+  const bin = execFileSync('bash', [path.join(root, 'scripts/cross-tools.sh')], { cwd: root, encoding: 'utf8' }).trim()
+  const targetDir = out ? path.join(out, 'target') : path.join('target', 'platforms')
+  const env = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH}`,
+    CARGO: '/usr/bin/cargo',
+    RUSTC: '/usr/bin/rustc',
+    RUSTC_BOOTSTRAP: '1',
+    ...platform.env,
+  }
+  if (platform.linker === 'mingw') env.LIBNODE_PATH = path.join(root, 'target', 'tools', 'libnode')
+  const rustflags = [process.env.RUSTFLAGS, ...(platform.rustflags ?? [])].filter(Boolean).join(' ')
+  if (rustflags) env.RUSTFLAGS = rustflags
+  const cargo = ['/usr/bin/cargo', platform.linker === 'zig' ? 'zigbuild' : 'build']
+  cargo.push('--locked', '--lib', '--features', features, '--target', triple, '--target-dir', targetDir, '-Zbuild-std=std,panic_abort')
+  if (!debug) cargo.push('--release')
+  execFileSync(cargo[0], cargo.slice(1), { cwd: root, stdio: 'inherit', env })
+  const built = path.join(root, targetDir, triple, debug ? 'debug' : 'release', platform.artifact)
+  const dest = path.join(root, out ?? path.join('npm', platform.name), `fairfs.${platform.name}.node`)
+  mkdirSync(path.dirname(dest), { recursive: true })
+  copyFileSync(built, dest)
+  console.log(`${path.relative(root, dest)}: ${triple}`)
+}
+

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Type-checks the crate for the platforms CI cannot run: macOS (both arches),
-# Windows, FreeBSD and linux musl (both arches), with and without the `node`
-# feature, failing on any error or warning.
+# Type-checks the crate for every platform we ship but x86_64 linux gnu (which
+# clippy checks): macOS (both arches), Windows (msvc, and gnu, which we build), FreeBSD,
+# linux musl (both arches) and arm64 linux gnu, with and without the `node` feature,
+# failing on any error or warning.
 #
 # rustup here has only the x86_64-linux std, so this uses Debian's Rust
 # (rustc-web, cargo-web, rust-web-src: a Rust with its library source), whose
@@ -11,7 +12,7 @@
 # Cargo.lock is left alone: `--locked` works with build-std (std is resolved from
 # its own lock file in rust-web-src), and the script checks the file afterwards.
 #
-# Usage: scripts/check-targets.sh [target...]   (default: the six below)
+# Usage: scripts/check-targets.sh [target...]   (default: the eight below)
 # Builds into target/cross, or $CHECK_TARGETS_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,9 +35,12 @@ rustc_bin=$(dpkg -L rustc-web | grep -m1 '/bin/rustc$')
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-msvc x86_64-unknown-freebsd
-    x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
+  targets=(aarch64-apple-darwin x86_64-apple-darwin x86_64-pc-windows-msvc x86_64-pc-windows-gnu
+    x86_64-unknown-freebsd x86_64-unknown-linux-musl aarch64-unknown-linux-musl aarch64-unknown-linux-gnu)
 fi
+# napi's build script wants an import library of node.exe for windows-gnu (see there).
+case " ${targets[*]} " in *windows-gnu*) bash scripts/cross-tools.sh >/dev/null ;; esac
+export LIBNODE_PATH="$PWD/target/tools/libnode"
 
 lock_before=$(sha256sum Cargo.lock)
 for target in "${targets[@]}"; do
