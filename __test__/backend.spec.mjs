@@ -9,6 +9,7 @@ import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { makeFile } from './helpers.mjs'
+import { platforms } from '../scripts/platforms.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url))
@@ -58,6 +59,23 @@ test('the binary-less copy really has no binary', (t) => {
   const all = fs.readdirSync(app, { recursive: true })
   t.deepEqual(all.filter((f) => f.endsWith('.node')), [])
   t.true(all.includes(path.join('node_modules', 'fairfs', 'lib', 'fallback.js')))
+})
+
+test('a binary that fails to load: node:fs with one warning that names the failure', async (t) => {
+  // The name the loader asks for here, holding what no platform can load.
+  const glibc = process.report.getReport().header.glibcVersionRuntime !== undefined
+  const own = Object.values(platforms).find((p) => p.os === process.platform && p.cpu === process.arch && (p.libc === undefined || p.libc === (glibc ? 'glibc' : 'musl')))
+  const broken = binarylessApp()
+  t.teardown(() => fs.rmSync(broken, { recursive: true, force: true }))
+  fs.writeFileSync(path.join(broken, 'node_modules', 'fairfs', `fairfs.${own.name}.node`), 'not a shared library')
+  const r = await run(['backend-app.cjs'], { cwd: broken })
+  t.is(r.code, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.is(out.backend, 'node')
+  t.deepEqual(Object.entries(out.checks).filter(([, ok]) => !ok), [], 'APIs that differ from node:fs')
+  t.is(out.warnings.length, 1)
+  t.is(out.warnings[0].code, 'FAIRFS_NATIVE_UNAVAILABLE')
+  t.true(out.warnings[0].detail.includes(`fairfs.${own.name}.node`), out.warnings[0].detail)
 })
 
 const probe = `const f = require(process.argv[1]);
