@@ -47,8 +47,11 @@ for target in "${targets[@]}"; do
   for features in "" node; do
     echo "== cargo check --target $target ${features:+--features $features}"
     start=$SECONDS
-    # -Dwarnings also applies to the std being built, which has none.
-    RUSTC="$rustc_bin" RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Dwarnings" CARGO_TARGET_DIR="${CHECK_TARGETS_DIR:-target/cross}" \
+    # -Dwarnings also applies to the std being built, which has none. On musl the
+    # cdylib needs the dynamic C runtime, as scripts/platforms.mjs builds it.
+    flags="-Dwarnings"
+    case "$target" in *-musl) flags="$flags -Ctarget-feature=-crt-static" ;; esac
+    RUSTC="$rustc_bin" RUSTC_BOOTSTRAP=1 RUSTFLAGS="$flags" CARGO_TARGET_DIR="${CHECK_TARGETS_DIR:-target/cross}" \
       "$cargo_bin" check --locked --quiet -Zbuild-std=std,panic_abort --target "$target" \
       ${features:+--features "$features"}
     echo "   ok in $((SECONDS - start)) s"
