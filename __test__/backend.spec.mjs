@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { makeFile } from './helpers.mjs'
+import { makeFile, posixOnly, noUlimit } from './helpers.mjs'
 import { platforms } from '../scripts/platforms.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -180,7 +180,7 @@ test('worker_threads in the binary-less copy read through node:fs; each thread w
 })
 
 for (const backend of ['native', 'node']) {
-  test(`readFiles on the ${backend} backend: 2,000 paths under ulimit -n 64 need no more fds than there are`, async (t) => {
+  posixOnly(noUlimit, test)(`readFiles on the ${backend} backend: 2,000 paths under ulimit -n 64 need no more fds than there are`, async (t) => {
     const { path: file } = makeFile(20_000)
     const child = path.join(fixtures, 'child.mjs')
     const r = await run(`ulimit -n 64 && exec "${process.execPath}" "${child}" readfiles-many "${file}"`, { shell: true, env: { FAIRFS_BACKEND: backend } })

@@ -6,11 +6,34 @@ import fs from 'node:fs'
 import { constants } from 'node:buffer'
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { fairfs, isNative, nativeOnly, makeFile, tmpPath } from './helpers.mjs'
+import net from 'node:net'
+import { fairfs, isNative, nativeOnly, makeFile, tmpPath, posixOnly, noUlimit, windows } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 
-test('EMFILE under a low fd limit: requests fail cleanly, leak nothing, and work again', async (t) => {
+let pipes = 0
+/**
+ * A source of zeros without end, of unknown size: /dev/zero, or on Windows, which has
+ * none, a named pipe whose server writes zeros to each reader until it goes.
+ */
+async function endlessZeros(t) {
+  if (!windows) return '/dev/zero'
+  const name = `\\\\.\\pipe\\fairfs-zeros-${process.pid}-${pipes++}`
+  const zeros = Buffer.alloc(1024 * 1024)
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {}) // the reader closes mid-write
+    const pump = () => {
+      while (socket.write(zeros));
+    }
+    socket.on('drain', pump)
+    pump()
+  })
+  await new Promise((resolve) => server.listen(name, resolve))
+  t.teardown(() => server.close())
+  return name
+}
+
+posixOnly(noUlimit, test)('EMFILE under a low fd limit: requests fail cleanly, leak nothing, and work again', async (t) => {
   const { path, data } = makeFile(200_000)
   const out = await new Promise((resolve, reject) =>
     execFile('sh', ['-c', `ulimit -n 64 && exec "${process.execPath}" "${child}" emfile "${path}"`], (err, stdout, stderr) =>
@@ -28,17 +51,20 @@ test('EMFILE under a low fd limit: requests fail cleanly, leak nothing, and work
 nativeOnly(test.serial)('/dev/zero and an endless FIFO stop at the configured cap with ERR_FS_FILE_TOO_LARGE', async (t) => {
   fairfs.configure({ maxLength: 8 * 1024 * 1024 })
   t.teardown(() => fairfs.configure({ maxLength: constants.MAX_LENGTH }))
-  const zero = await fairfs.readFile('/dev/zero').catch((e) => e)
+  const zero = await fairfs.readFile(await endlessZeros(t)).catch((e) => e)
   t.is(zero.code, 'ERR_FS_FILE_TOO_LARGE')
   t.true(zero instanceof RangeError)
-  const fifo = tmpPath('endless')
-  execFileSync('mkfifo', [fifo])
-  const writer = spawn('sh', ['-c', `exec cat /dev/zero > "${fifo}"`], { stdio: 'ignore' })
-  const exited = new Promise((resolve) => writer.on('exit', resolve))
-  const endless = await fairfs.readFile(fifo).catch((e) => e)
-  writer.kill()
-  await exited
-  t.is(endless.code, 'ERR_FS_FILE_TOO_LARGE')
+  // Windows has no FIFOs: its endless source above is a pipe already.
+  if (!windows) {
+    const fifo = tmpPath('endless')
+    execFileSync('mkfifo', [fifo])
+    const writer = spawn('sh', ['-c', `exec cat /dev/zero > "${fifo}"`], { stdio: 'ignore' })
+    const exited = new Promise((resolve) => writer.on('exit', resolve))
+    const endless = await fairfs.readFile(fifo).catch((e) => e)
+    writer.kill()
+    await exited
+    t.is(endless.code, 'ERR_FS_FILE_TOO_LARGE')
+  }
   const { path } = makeFile(9 * 1024 * 1024)
   t.is((await fairfs.readFile(path).catch((e) => e)).code, 'ERR_FS_FILE_TOO_LARGE', 'regular files too')
 })
@@ -48,7 +74,7 @@ nativeOnly(test.serial)('a source of unknown size stops at maxUnsizedLength; reg
   t.throws(() => fairfs.configure({ maxUnsizedLength: -1 }), { code: 'ERR_OUT_OF_RANGE' })
   fairfs.configure({ maxUnsizedLength: 4 * 1024 * 1024 })
   t.teardown(() => fairfs.configure({ maxUnsizedLength: 2 ** 31 - 1 }))
-  const err = await fairfs.readFile('/dev/zero').catch((e) => e)
+  const err = await fairfs.readFile(await endlessZeros(t)).catch((e) => e)
   t.is(err.code, 'ERR_FS_FILE_TOO_LARGE')
   t.is(err.message, `File size (${4 * 1024 * 1024 + 1}) is greater than ${4 * 1024 * 1024} bytes`)
   const { path, data } = makeFile(5 * 1024 * 1024)
@@ -56,9 +82,10 @@ nativeOnly(test.serial)('a source of unknown size stops at maxUnsizedLength; reg
 })
 
 nativeOnly(test)('/dev/zero stops at 2 GiB by default, on every Node line, with memory near that bound', async (t) => {
+  const zeros = await endlessZeros(t)
   const script = `
     const fairfs = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
-    fairfs.readFile('/dev/zero').then(
+    fairfs.readFile(${JSON.stringify(zeros)}).then(
       () => console.log(JSON.stringify({ read: true })),
       (e) => console.log(JSON.stringify({ code: e.code, message: e.message, maxRssMiB: process.resourceUsage().maxRSS / 1024 })),
     )`

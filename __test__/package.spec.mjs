@@ -10,11 +10,26 @@ import os from 'node:os'
 import path from 'node:path'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { windows, posixOnly, noGlibc } from './helpers.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const platform = { x64: 'linux-x64-gnu', arm64: 'linux-arm64-gnu' }[process.arch]
+const platform = { 'linux-x64': 'linux-x64-gnu', 'linux-arm64': 'linux-arm64-gnu', 'win32-x64': 'win32-x64-msvc' }[`${process.platform}-${process.arch}`]
 const binary = path.join(root, `fairfs.${platform}.node`)
-const npm = (args, cwd) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+// On Windows npm is npm.cmd, which only a shell runs (the arguments quoted for cmd.exe).
+const npm = (args, cwd) =>
+  windows
+    ? execFileSync('npm.cmd', args.map((a) => `"${a}"`), { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], shell: true })
+    : execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+/** scripts/test-windows.sh installs node.exe alone: there these tests have no npm to run. */
+const npmMissing = windows && (() => {
+  try {
+    npm(['--version'], root)
+    return false
+  } catch {
+    return true
+  }
+})()
+const withNpm = npmMissing ? (title, fn) => test.skip(`${title} [needs npm, which this Windows machine lacks]`, fn) : test
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-pack-'))
 process.on('exit', () => fs.rmSync(work, { recursive: true, force: true }))
 
@@ -25,6 +40,7 @@ delete env.NAPI_RS_NATIVE_LIBRARY_PATH
 
 let main
 test.before(() => {
+  if (npmMissing) return
   main = JSON.parse(npm(['pack', '--json', '--pack-destination', work], root))[0]
 })
 
@@ -73,7 +89,7 @@ function typecheck(dir) {
   execFileSync(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--typeRoots', types, '--types', 'node', 'main.ts'], { cwd: dir })
 }
 
-test('the package is lean and has no install script', (t) => {
+withNpm('the package is lean and has no install script', (t) => {
   t.true(main.files.every((f) => !/^(target|benches|__test__|src|scripts|npm)\//.test(f.path)), 'no target/, sources, scripts or tests')
   t.true(main.size < 100_000, `package is ${main.size} bytes`)
   const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
@@ -86,21 +102,21 @@ test('the package is lean and has no install script', (t) => {
   t.is(manifest.napi.targets.length, dirs.length)
 })
 
-test('the main package alone installs cleanly and runs on node:fs, saying so once', (t) => {
+withNpm('the main package alone installs cleanly and runs on node:fs, saying so once', (t) => {
   const dir = app('alone', [path.join(work, main.filename)])
   t.false(fs.existsSync(path.join(dir, 'node_modules', `fairfs-${platform}`)), 'no platform package was found')
   const cjs = run(dir, 'cjs.cjs')
   t.like(cjs.out, { s: 'hello from fairfs', same: true, stream: 'hello from fairfs', backend: 'node', exported: 'node', installed: false })
   t.is(typeof cjs.out.nativeError, 'string')
   t.is(cjs.warnings, 1, cjs.stderr)
-  t.regex(cjs.stderr, new RegExp(`linux-${process.arch}`), 'the warning names the platform')
+  t.regex(cjs.stderr, new RegExp(`${process.platform}-${process.arch}`), 'the warning names the platform')
   const esm = run(dir, 'esm.mjs')
   t.deepEqual(esm.out, { s: 'hello from fairfs', p: 'hello from fairfs', backend: 'node' })
   t.is(esm.warnings, 1, esm.stderr)
   typecheck(dir)
 })
 
-test('with the platform package it runs on the native backend', (t) => {
+withNpm('with the platform package it runs on the native backend', (t) => {
   if (!fs.existsSync(binary)) return t.fail(`this check needs the ${platform} build (npm run build)`)
   const pkg = path.join(work, 'platform')
   fs.mkdirSync(pkg)
@@ -115,7 +131,7 @@ test('with the platform package it runs on the native backend', (t) => {
   typecheck(dir)
 })
 
-test('the binary we build needs no glibc newer than 2.17', (t) => {
+posixOnly(noGlibc, test)('the binary we build needs no glibc newer than 2.17', (t) => {
   if (!fs.existsSync(binary)) return t.fail(`this check needs the ${platform} build (npm run build)`)
   const r = spawnSync(process.execPath, [path.join(root, 'scripts/check-glibc-floor.mjs'), binary, '--floor', '2.17'], { encoding: 'utf8' })
   t.is(r.status, 0, r.stderr)

@@ -5,7 +5,11 @@ import test from 'ava'
 import fs from 'node:fs'
 import { spawn, execFileSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fairfs, isNative, portable, makeFile, tmpPath } from './helpers.mjs'
+import { fairfs, isNative, portable, makeFile, tmpPath, posixOnly, noFifo } from './helpers.mjs'
+
+// Every case here needs FIFOs (mkfifo), which Windows does not have.
+const fifoTest = posixOnly(noFifo, test)
+const fifoSerial = posixOnly(noFifo, test.serial)
 
 /** A shell that writes `text` into `fifo`; resolves with how it ended. */
 function writer(fifo, text) {
@@ -35,7 +39,7 @@ const apis = {
 for (const fastPath of [true, false]) {
   for (const [api, read] of Object.entries(apis)) {
     for (const order of ['writer first', 'reader first']) {
-      test.serial(`FIFO, ${order}, ${api}, fast path ${fastPath ? 'on' : 'off'}`, async (t) => {
+      fifoSerial(`FIFO, ${order}, ${api}, fast path ${fastPath ? 'on' : 'off'}`, async (t) => {
         t.timeout(20_000, 'a FIFO read hung')
         fairfs.configure({ fastPath })
         t.teardown(() => fairfs.configure({ fastPath: true }))
@@ -58,7 +62,7 @@ for (const fastPath of [true, false]) {
   }
 }
 
-test.serial('node:fs gives the same for a FIFO, writer first', async (t) => {
+fifoSerial('node:fs gives the same for a FIFO, writer first', async (t) => {
   const fifo = tmpPath('fifo-node')
   execFileSync('mkfifo', [fifo])
   const { got, wrote } = await writerFirst(fifo, 'hello', (p) => fs.promises.readFile(p, 'utf8'))
@@ -67,7 +71,7 @@ test.serial('node:fs gives the same for a FIFO, writer first', async (t) => {
 })
 
 if (isNative) {
-  test.serial('a FIFO whose writer writes nothing reads as empty', async (t) => {
+  fifoSerial('a FIFO whose writer writes nothing reads as empty', async (t) => {
     t.timeout(20_000, 'a FIFO read hung')
     const fifo = tmpPath('fifo-empty')
     execFileSync('mkfifo', [fifo])
@@ -83,7 +87,7 @@ if (isNative) {
 const wedge = 'FIFOs waiting for writers, more than the pool has threads, stall no regular read; an abort ends one at once'
 if (isNative && portable) test.skip(`${wedge} [portable build: FIFOs open blocking]`, () => {})
 if (isNative && !portable) {
-  test.serial(wedge, async (t) => {
+  fifoSerial(wedge, async (t) => {
     t.timeout(30_000, 'a read hung')
     for (const fastPath of [true, false]) {
       fairfs.configure({ fastPath })
@@ -117,7 +121,7 @@ if (isNative && !portable) {
 const streamWedge = 'streams of FIFOs waiting for writers, more than the pool has threads, stall no regular read; destroy() ends one at once'
 if (isNative && portable) test.skip(`${streamWedge} [portable build: FIFOs open blocking]`, () => {})
 if (isNative && !portable) {
-  test.serial(streamWedge, async (t) => {
+  fifoSerial(streamWedge, async (t) => {
     t.timeout(30_000, 'a read hung')
     const fifos = Array.from({ length: 8 }, (_, i) => {
       const fifo = tmpPath(`stream-wedge-${i}`)
@@ -153,7 +157,7 @@ if (isNative && !portable) {
   })
 }
 
-test('a FIFO with a writer is read to EOF', async (t) => {
+fifoTest('a FIFO with a writer is read to EOF', async (t) => {
   const fifo = tmpPath('fifo')
   execFileSync('mkfifo', [fifo])
   const { path: source, data } = makeFile(300_000)

@@ -4,6 +4,7 @@
 
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
+const { toNamespacedPath } = require('node:path')
 const { constants: { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND, O_EXCL, O_SYNC } } = require('node:fs')
 const { invalidArgType, invalidArgValue, outOfRange } = require('./errors')
 
@@ -60,9 +61,18 @@ function stringToFlags(flags) {
   throw invalidArgValue('flags', flags)
 }
 
+const kWindows = process.platform === 'win32'
+
 /**
- * node:fs's getValidatedPath. Returns `{ native, display }`: what to hand to the
- * addon (a string or the path's bytes) and the string node:fs puts in `err.path`.
+ * node:fs's getValidatedPath. Returns `{ path, native, display }`: the path as node:fs
+ * validates it (a string or bytes), what to hand to the addon, and the string node:fs
+ * puts in `err.path`.
+ *
+ * On Windows node:fs opens a string path as `path.toNamespacedPath` makes it (resolved
+ * against the working directory, `/` turned into `\`, `\\?\` in front), and its errors
+ * show that path without the `\\?\` (or `\\?\UNC\`) prefix: readFile('a/b') fails with
+ * err.path `C:\cwd\a\b`, and file://host/x with `\\host\x\`. fairfs does the same.
+ * Bytes go as they are, as in node:fs; elsewhere a string does too.
  */
 function validatePath(path) {
   if (path instanceof URL) {
@@ -73,8 +83,19 @@ function validatePath(path) {
   if (path.includes(typeof path === 'string' ? '\u0000' : 0)) {
     throw invalidArgValue('path', path, 'must be a string, Uint8Array, or URL without null bytes')
   }
-  if (typeof path === 'string') return { native: path, display: path }
-  return { native: path, display: Buffer.from(path.buffer, path.byteOffset, path.byteLength).toString() }
+  if (typeof path === 'string') {
+    if (!kWindows) return { path, native: path, display: path }
+    const native = toNamespacedPath(path)
+    return { path, native, display: withoutNamespace(native) }
+  }
+  return { path, native: path, display: Buffer.from(path.buffer, path.byteOffset, path.byteLength).toString() }
+}
+
+/** How Node's C++ shows a namespaced path in an error (StringFromPath, src/api/exceptions.cc). */
+function withoutNamespace(path) {
+  if (path.startsWith('\\\\?\\UNC\\')) return `\\\\${path.slice(8)}`
+  if (path.startsWith('\\\\?\\')) return path.slice(4)
+  return path
 }
 
 const isInt32 = (value) => typeof value === 'number' && value === (value | 0)

@@ -113,6 +113,16 @@ function isInstalled() {
 }
 
 /**
+ * `handle.readFile(options)` as node:fs has it, whether or not install() replaced it:
+ * where fairfs hands a FileHandle's read to node:fs (Windows), the replacement would
+ * only come back to fairfs.
+ */
+function nodeHandleReadFile(handle, options) {
+  const readFile = handleOriginals && Object.getPrototypeOf(handle) === handleProto ? handleOriginals.readFile : handle.readFile
+  return Reflect.apply(readFile, handle, [options])
+}
+
+/**
  * Routes a FileHandle's readFile(), createReadStream() and (with the metadata calls)
  * stat() through fairfs. close()
  * waits for fairfs reads in flight on the handle, as Node's own close() waits for its
@@ -149,4 +159,4 @@ function patchFileHandle(proto) {
   }.createReadStream
 }
 
-module.exports = { install, uninstall, isInstalled }
+module.exports = { install, uninstall, isInstalled, nodeHandleReadFile }

@@ -117,7 +117,7 @@ function submitScandir(target, { encoding, withFileTypes }, done) {
         name = result.toString(encoding, at + 1, end)
       }
       if (withFileTypes && type === 0) return done(undefined, null)
-      entries.push(withFileTypes ? new Dirent(name, type, target.native) : name)
+      entries.push(withFileTypes ? new Dirent(name, type, target.path) : name)
       at = end + 1
     }
     done(undefined, entries)

@@ -106,7 +106,8 @@ function textWanted(encoding) {
  * not know). Reads of the caller's fds and FileHandles go to node:fs there; fds the
  * addon opens itself (paths, streams) stay in its own runtime.
  */
-const kForeignFds = process.platform === 'win32'
+const kWindows = process.platform === 'win32'
+const kForeignFds = kWindows
 
 function start(path, options, done, allowFd) {
   const { signal, encoding } = options
@@ -125,7 +126,7 @@ function start(path, options, done, allowFd) {
     return
   }
   if (fd >= 0 && kForeignFds) {
-    const read = handle ? path.readFile(options) : new Promise((resolve, reject) => nodeReadFile(fd, options, (err, data) => (err ? reject(err) : resolve(data))))
+    const read = handle ? patcher.nodeHandleReadFile(path, options) : new Promise((resolve, reject) => nodeReadFile(fd, options, (err, data) => (err ? reject(err) : resolve(data))))
     read.then((data) => done(null, data), done)
     return
   }
@@ -237,7 +238,9 @@ function readFiles(paths, options) {
  */
 function readStringPaths(list, options, settleAll, resolve, reject) {
   const { signal, encoding } = options
-  const id = native.readPaths(list, stringToFlags(options.flag), 0o666)
+  // On Windows each path goes namespaced, and errors show it as node:fs's do (validatePath).
+  const targets = kWindows ? list.map(validatePath) : null
+  const id = native.readPaths(targets ? targets.map((target) => target.native) : list, stringToFlags(options.flag), 0o666)
   track(id, ([slabs, spans, others]) => {
     if (signal) unwatchSignal(signal, id)
     if (signal?.aborted) return reject(new AbortError(undefined, { cause: signal.reason }))
@@ -246,7 +249,7 @@ function readStringPaths(list, options, settleAll, resolve, reject) {
       // Small results are views of shared slabs (see src/jobs/pack.rs); others[i] holds the rest.
       const slab = spans[3 * i]
       const outcome = slab < 0 ? others[i] : slabs[slab].subarray(spans[3 * i + 1], spans[3 * i + 1] + spans[3 * i + 2])
-      const [err, value] = interpret(outcome, encoding, undefined, list[i])
+      const [err, value] = interpret(outcome, encoding, undefined, targets ? targets[i].display : list[i])
       if (settleAll) results[i] = err ? { status: 'rejected', reason: err } : { status: 'fulfilled', value }
       else if (err) return reject(err)
       else results[i] = value

@@ -12,7 +12,7 @@ const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
 const { binding, track, nativeError } = require('./native')
 // Taken before install() patches node:fs.
-const { createReadStream: nodeCreateReadStream, ReadStream: NodeReadStream } = require('node:fs')
+const { ReadStream: NodeReadStream } = require('node:fs')
 /** node's own ReadStream.prototype.open: any other means a caller patched it (DEP0135). */
 const nodeOpen = NodeReadStream.prototype.open
 const { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, isFileHandle } = require('./args')
@@ -97,8 +97,10 @@ class ReadStream extends Readable {
 
   constructor(path, options) {
     // A custom `fs` (memfs and the like) is called for open, read and close: node's own
-    // stream does that, so such a stream is node's.
-    if (options != null && typeof options === 'object' && options.fs != null) {
+    // stream does that, so such a stream is node's. So is one that must share fds with
+    // node:fs on Windows (see nodeFdsOnWindows).
+    const object = options != null && typeof options === 'object'
+    if ((object && options.fs != null) || nodeFdsOnWindows(object ? options : {}, new.target)) {
       return new NodeReadStream(path, options)
     }
     // Inherited options count, as node:fs copies them with a for-in loop.
@@ -507,16 +509,30 @@ class ReadStream extends Readable {
 // shadow fs.ReadStream's; Readable stays the base the constructor calls).
 Object.setPrototypeOf(ReadStream.prototype, require('node:fs').ReadStream.prototype)
 
+const kWindows = process.platform === 'win32'
+
+/**
+ * Whether, on Windows, a stream's fd must be one node:fs can use, which the addon's
+ * cannot be: each links its own C runtime, and an fd is an index into one of them
+ * (see kForeignFds in native-api.js). So it is for a caller's fd or FileHandle
+ * (`options.fd`), and for a stream whose open, read or close node:fs's code does: an
+ * fs.open, fs.read or fs.close a caller replaced (each given the fd of the others),
+ * or a patched ReadStream.prototype.open (DEP0135), which opens with fs.open. Such
+ * a stream is node:fs's own, which calls them as it always does. `target` is the
+ * class constructed (ours or a subclass).
+ */
+function nodeFdsOnWindows(options, target) {
+  if (!kWindows) return false
+  if (options.fd != null) return true
+  return target.prototype.open !== nodeOpen || replaced('open') !== null || replaced('read') !== null || replaced('close') !== null
+}
+
 /**
  * Like `fs.createReadStream`: a Readable over the file, with node:fs's options
  * (`flags`, `encoding`, `fd`, `mode`, `autoClose`, `emitClose`, `start`, `end`,
  * `highWaterMark`, `signal`) plus `readAhead`, the chunks read ahead (default 4).
  */
 function createReadStream(path, options) {
-  // A caller's fd on Windows belongs to node.exe's C runtime (see native-api.js).
-  if (process.platform === 'win32' && options != null && typeof options === 'object' && options.fd != null) {
-    return nodeCreateReadStream(path, options)
-  }
   return new ReadStream(path, options)
 }
 
