@@ -6,7 +6,8 @@ import { execFileSync, spawn } from 'node:child_process'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
 import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError, fdsOpenOn } from './helpers.mjs'
+import net from 'node:net'
+import { fairfs, isNative, nativeOnly, makeFile, tmpPath, describeError, fdsOpenOn, posixOnly, noFifo, windows } from './helpers.mjs'
 
 const kEvents = ['open', 'ready', 'end', 'close', 'error', 'pause', 'resume']
 
@@ -198,7 +199,7 @@ test('a FileHandle as fd is read and closed through the handle', async (t) => {
   t.is(handle.fd, -1, 'closed with the stream')
 })
 
-test('a FIFO streams to EOF, reading at the current position', async (t) => {
+posixOnly(noFifo, test)('a FIFO streams to EOF, reading at the current position', async (t) => {
   const fifo = tmpPath('fifo')
   execFileSync('mkfifo', [fifo])
   const { path: source, data } = makeFile(200_000)
@@ -210,7 +211,7 @@ test('a FIFO streams to EOF, reading at the current position', async (t) => {
   await writerDone
 })
 
-test('a FIFO with end:1 reads two bytes (no positioned reads)', async (t) => {
+posixOnly(noFifo, test)('a FIFO with end:1 reads two bytes (no positioned reads)', async (t) => {
   const fifo = tmpPath('fifo-end')
   execFileSync('mkfifo', [fifo])
   const writer = spawn('sh', ['-c', `printf 'xyz' > "${fifo}"`])
@@ -218,6 +219,33 @@ test('a FIFO with end:1 reads two bytes (no positioned reads)', async (t) => {
   const r = await observe(fairfs.createReadStream(fifo, { end: 1, encoding: 'latin1' }))
   t.is(r.data, 'xy')
   await writerDone
+})
+
+// Windows' counterpart of the FIFO tests: a named pipe has no positions, so positional
+// reads (read-ahead on several workers) would take its bytes out of order; it must be
+// read at its current position to its end, where its writer closes it.
+const windowsOnly = windows ? test : (title, fn) => test.skip(`${title} [Windows only: the FIFO tests above are unix's]`, fn)
+windowsOnly('a named pipe streams to EOF in order, with node:fs\'s bytes', async (t) => {
+  const { data } = makeFile(3 * 1024 * 1024 + 5)
+  const name = `\\\\.\\pipe\\fairfs-stream-${process.pid}`
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {})
+    // In pieces, so the reader sees the pipe empty now and then.
+    let at = 0
+    const next = () => {
+      if (at >= data.length) return socket.end()
+      socket.write(data.subarray(at, (at += 100_000)), next)
+    }
+    next()
+  })
+  await new Promise((resolve) => server.listen(name, resolve))
+  t.teardown(() => server.close())
+  for (const options of [undefined, { highWaterMark: 16 * 1024 }]) {
+    const { node, ours } = await both(name, options)
+    t.is(node.data, data.toString('base64'), 'node:fs reads it whole')
+    t.deepEqual(ours.events, node.events)
+    t.is(ours.data, node.data)
+  }
 })
 
 for (const [what, target] of [['ENOENT', () => tmpPath('missing')], ['EISDIR', () => fs.mkdtempSync(tmpPath('dir'))]]) {
@@ -322,7 +350,7 @@ test('pending is true until the file is open; path is kept', async (t) => {
   s.destroy()
 })
 
-test.serial('a FileHandle stream holds the handle: close() waits for the read in flight, as for node\'s own reads', async (t) => {
+posixOnly(noFifo, test.serial)('a FileHandle stream holds the handle: close() waits for the read in flight, as for node\'s own reads', async (t) => {
   t.timeout(30_000, 'the stream hung')
   const fifo = tmpPath('handle-fifo')
   execFileSync('mkfifo', [fifo])

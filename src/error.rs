@@ -29,6 +29,8 @@ pub mod code {
     pub const BAD_FD: i32 = 6; // ERROR_INVALID_HANDLE -> EBADF
     pub const TOO_MANY_FILES: i32 = 4; // ERROR_TOO_MANY_OPEN_FILES -> EMFILE
     pub const INVALID_NAME: i32 = 123; // ERROR_INVALID_NAME -> ENOENT
+    pub const BROKEN_PIPE: i32 = 109; // ERROR_BROKEN_PIPE: end of file
+    pub const SEEK_ON_DEVICE: i32 = 132; // ERROR_SEEK_ON_DEVICE -> ESPIPE (ours, see uv_from_win32)
 }
 
 /// The system call that failed, named as node:fs names it in `err.syscall`.
@@ -139,6 +141,7 @@ mod uv_win {
     pub const EPERM: i32 = -4048;
     pub const EPIPE: i32 = -4047;
     pub const EROFS: i32 = -4043;
+    pub const ESPIPE: i32 = -4041;
     pub const ETIMEDOUT: i32 = -4039;
 }
 
@@ -149,7 +152,8 @@ mod uv_win {
 /// for those too. Codes whose translation changed between the libuv versions that
 /// Node 20 to 24 bundle (`ERROR_NO_DATA`, `ERROR_NOACCESS`, `ERROR_BUFFER_OVERFLOW`)
 /// are left out: none comes from file reads. `ERROR_HANDLE_EOF` and
-/// `ERROR_BROKEN_PIPE` are end of file, which std's reads already return as 0.
+/// `ERROR_BROKEN_PIPE` are end of file, which reads return as 0 (std's, and our
+/// positional one of a pipe).
 /// Compiled on every platform so that its tests run on Linux.
 #[cfg(any(windows, test))]
 fn uv_from_win32(code: i32) -> i32 {
@@ -172,6 +176,7 @@ fn uv_from_win32(code: i32) -> i32 {
         109 => uv_win::EOF,                     // ERROR_BROKEN_PIPE
         112 => uv_win::ENOSPC,                  // ERROR_DISK_FULL
         121 => uv_win::ETIMEDOUT,               // ERROR_SEM_TIMEOUT
+        132 => uv_win::ESPIPE,                  // ERROR_SEEK_ON_DEVICE (ours for a pipe's positional read)
         206 => uv_win::ENAMETOOLONG,            // ERROR_FILENAME_EXCED_RANGE
         230 | 233 => uv_win::EPIPE,             // ERROR_BAD_PIPE, ERROR_PIPE_NOT_CONNECTED
         740 | 1920 => uv_win::EACCES,           // ERROR_ELEVATION_REQUIRED, ERROR_CANT_ACCESS_FILE
@@ -278,6 +283,11 @@ mod tests {
         assert_eq!(uv_from_win32(4), -4066, "ERROR_TOO_MANY_OPEN_FILES is EMFILE");
         assert_eq!(uv_from_win32(32), -4082, "ERROR_SHARING_VIOLATION is EBUSY");
         assert_eq!(uv_from_win32(8), -4057, "ERROR_NOT_ENOUGH_MEMORY is ENOMEM");
+        assert_eq!(
+            uv_from_win32(132),
+            -4041,
+            "ERROR_SEEK_ON_DEVICE is ESPIPE, which a stream's read of a pipe turns on"
+        );
         assert_eq!(uv_from_win32(995), -4081, "ERROR_OPERATION_ABORTED is ECANCELED");
         assert_eq!(uv_from_win32(223), -4094, "ERROR_FILE_TOO_LARGE is UNKNOWN in libuv");
         assert_eq!(uv_from_win32(0x7fff), -4094, "anything else is UNKNOWN");

@@ -217,8 +217,21 @@ mod os {
 
     /// `ReadFile` at `offset`. Unlike pread it also moves the handle's file pointer;
     /// the core never mixes positional and sequential reads of one fd.
+    ///
+    /// Only disk files have positions: `ReadFile` on a pipe or a console ignores the
+    /// offset, so a stream's read-ahead (positional reads on several workers) could
+    /// take a pipe's bytes out of order. Such a handle (one std cannot stat, see
+    /// [`stat`]) fails as pread fails on a FIFO (ESPIPE), and the stream then reads at
+    /// the current position, as on unix. A pipe whose writer closed is at its end,
+    /// as libuv and std's sequential read take it.
     pub fn read_at(file: &File, dst: &mut [u8], offset: u64) -> io::Result<usize> {
-        file.seek_read(dst, offset)
+        if file.metadata().is_err() {
+            return Err(io::Error::from_raw_os_error(code::SEEK_ON_DEVICE));
+        }
+        match file.seek_read(dst, offset) {
+            Err(e) if e.raw_os_error() == Some(code::BROKEN_PIPE) => Ok(0),
+            r => r,
+        }
     }
 
     pub fn close(fd: Fd) -> io::Result<()> {
