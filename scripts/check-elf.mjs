@@ -12,10 +12,10 @@
 //     unresolved, as their users check.
 //
 //   node scripts/check-elf.mjs [platform ...]   (default: all four below)
-import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { needed, nm } from './binaries.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const muslLibc = '/usr/lib/x86_64-linux-musl/libc.so'
@@ -49,8 +49,8 @@ function check(file, want) {
   if (buf.readUInt16LE(16) !== 3) problems.push(`ELF type ${buf.readUInt16LE(16)}, want a shared object`)
   if (buf.readUInt16LE(18) !== want.machine) problems.push(`machine ${buf.readUInt16LE(18)}, want ${want.machine}`)
 
-  const needed = [...execFileSync('llvm-readelf', ['-d', file], { encoding: 'utf8' }).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1])
-  for (const lib of needed) if (!want.needed.includes(lib)) problems.push(`needs ${lib}`)
+  const libraries = needed(file)
+  for (const lib of libraries) if (!want.needed.includes(lib)) problems.push(`needs ${lib}`)
 
   const exported = nm(['-D', '--defined-only', '-j', file])
   if (exported.join() !== 'napi_register_module_v1') problems.push(`exports ${exported.length} symbols: ${exported.slice(0, 3).join(', ')}`)
@@ -77,14 +77,10 @@ function check(file, want) {
     for (const s of libc) if (!musl.has(s)) problems.push(`imports ${s}, which musl's libc.so does not define`)
   }
   console.log(
-    `${path.relative(root, file)}: ELF shared object, needs ${needed.join(' ')}, ${napi.length} N-API imports found in Node, ` +
+    `${path.relative(root, file)}: ELF shared object, needs ${libraries.join(' ')}, ${napi.length} N-API imports found in Node, ` +
       `${libc.length} C library imports resolved${problems.length ? `: ${problems.length} problems` : ': ok'}`,
   )
   return problems
-}
-
-function nm(args) {
-  return execFileSync('llvm-nm', args, { encoding: 'utf8', maxBuffer: 64 << 20 }).split('\n').filter(Boolean)
 }
 
 /** This machine's Node, and the other Node lines CI installs under target/. */

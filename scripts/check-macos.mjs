@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { nm } from './binaries.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -134,10 +135,6 @@ function checkSignature(buf, { offset, size }) {
   }
   if (directories === 0) problems.push('signature has no code directory')
   return problems
-}
-
-function nm(args) {
-  return execFileSync('llvm-nm', args, { encoding: 'utf8', maxBuffer: 64 << 20 }).split('\n').filter(Boolean)
 }
 
 /** Node's macOS executable from the npm registry, unpacked once into target/. */

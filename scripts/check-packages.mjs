@@ -12,6 +12,7 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSyn
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { needed } from './binaries.mjs'
 import { platforms } from './platforms.mjs'
 
 const ELF_MACHINE = { x64: 62, arm64: 183 }
@@ -75,11 +76,6 @@ function formatProblems(buf, { os: platformOs, cpu, libc }) {
     return []
   }
   return [`unknown os ${platformOs}`]
-}
-
-function needed(buf) {
-  const text = execFileSync('llvm-readelf', ['-d', '-'], { input: buf, encoding: 'utf8' })
-  return [...text.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1])
 }
 
 function describe(buf) {
