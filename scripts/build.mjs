@@ -23,6 +23,10 @@ import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { platforms } from './platforms.mjs'
+
+/** Debian's Rust (scripts/debian-rust.sh), allowed -Zbuild-std. */
+const debianRust = { CARGO: '/usr/bin/cargo', RUSTC: '/usr/bin/rustc', RUSTC_BOOTSTRAP: '1' }
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const args = process.argv.slice(2)
@@ -32,8 +36,6 @@ const targetAt = args.indexOf('--target')
 const target = targetAt >= 0 ? args[targetAt + 1] : undefined
 const outAt = args.indexOf('--out')
 const out = outAt >= 0 ? args[outAt + 1] : undefined
-
-import { platforms } from './platforms.mjs'
 
 if (target !== undefined && platforms[target]?.linker !== undefined) {
   buildForeign(target, platforms[target])
@@ -60,7 +62,7 @@ if (napiCross) {
 }
 if (foreignStd) {
   execFileSync('bash', [path.join(root, 'scripts/debian-rust.sh')], { cwd: root, stdio: 'inherit' })
-  Object.assign(env, { CARGO: '/usr/bin/cargo', RUSTC: '/usr/bin/rustc', RUSTC_BOOTSTRAP: '1' })
+  Object.assign(env, debianRust)
   if (!out) napi.push('--target-dir', path.join('target', 'build-std'))
   napi.push('--', '-Zbuild-std=std,panic_abort')
 }
@@ -78,15 +80,13 @@ function buildForeign(triple, platform) {
   const env = {
     ...process.env,
     PATH: `${bin}:${process.env.PATH}`,
-    CARGO: '/usr/bin/cargo',
-    RUSTC: '/usr/bin/rustc',
-    RUSTC_BOOTSTRAP: '1',
+    ...debianRust,
     ...platform.env,
   }
   if (platform.linker === 'mingw') env.LIBNODE_PATH = path.join(root, 'target', 'tools', 'libnode')
   const rustflags = [process.env.RUSTFLAGS, ...(platform.rustflags ?? [])].filter(Boolean).join(' ')
   if (rustflags) env.RUSTFLAGS = rustflags
-  const cargo = ['/usr/bin/cargo', platform.linker === 'zig' ? 'zigbuild' : 'build']
+  const cargo = [debianRust.CARGO, platform.linker === 'zig' ? 'zigbuild' : 'build']
   cargo.push('--locked', '--lib', '--features', features, '--target', triple, '--target-dir', targetDir, '-Zbuild-std=std,panic_abort')
   if (!debug) cargo.push('--release')
   execFileSync(cargo[0], cargo.slice(1), { cwd: root, stdio: 'inherit', env })
@@ -96,4 +96,3 @@ function buildForeign(triple, platform) {
   copyFileSync(built, dest)
   console.log(`${path.relative(root, dest)}: ${triple}`)
 }
-
