@@ -38,24 +38,66 @@ function startAtEveryThread(t) {
 const adaptive = isNative && fairfs.stats().largeLimitAdaptive
 const adapts = adaptive ? test.serial : (title, fn) => test.skip(`${title} [no contention signal: the limit is fixed]`, fn)
 
-adapts('next to threads that keep the CPU busy, the big-read limit backs off to one', async (t) => {
+/**
+ * Ten loops reading 16 MiB files without a pause until `stop()`; `until(test, ms)`
+ * resolves with the stats once `test(stats)` holds (checked after every read) or `ms`
+ * pass, and how long that took.
+ */
+function readBigContinuously(files = 10) {
+  const made = Array.from({ length: files }, () => makeFile(16 * 1024 * 1024))
+  let on = true
+  let waiter = null
+  const loops = Array.from({ length: 10 }, async (_, i) => {
+    const { path } = made[i % files]
+    while (on) {
+      await fairfs.promises.readFile(path)
+      if (waiter && (waiter.test(fairfs.stats()) || Date.now() >= waiter.end)) {
+        const w = waiter
+        waiter = null
+        w.resolve({ stats: fairfs.stats(), ms: Date.now() - w.start })
+      }
+    }
+  })
+  return {
+    until: (test, ms) => new Promise((resolve) => {
+      const start = Date.now()
+      waiter = { test, end: start + ms, start, resolve }
+    }),
+    async stop() {
+      on = false
+      await Promise.all(loops)
+      for (const { path } of made) fs.rmSync(path)
+    },
+  }
+}
+
+adapts('next to threads that keep the CPU busy, the big-read limit backs off to one, and climbs back within 2 s once they stop', async (t) => {
   t.timeout(90_000)
+  // A heap like a server's (a few million live objects), so that every mark-compact
+  // the reads' garbage starts keeps V8's helpers busy marking it.
+  const heap = Array.from({ length: 3_000_000 }, (_, i) => ({ i, s: `k${i}` }))
   startAtEveryThread(t)
+  const reading = readBigContinuously()
   // Neighbours in this process, as zlib or crypto on libuv's pool would be: one
   // spinning worker_thread per core.
   const spinners = Array.from({ length: os.availableParallelism() }, () => new Worker(
     'const end = Date.now() + 60000; while (Date.now() < end) {}', { eval: true }))
   const backoffs = fairfs.stats().largeBackoffs
-  let after
   try {
-    after = await readBigUntil((s) => s.largeLimit === 1 && s.largeBackoffs > backoffs, 20_000)
+    const down = await reading.until((s) => s.largeLimit === 1 && s.largeBackoffs > backoffs, 20_000)
+    t.is(down.stats.largeLimit, 1, `backed off ${down.stats.largeBackoffs - backoffs} times in ${down.ms} ms`)
+    await Promise.all(spinners.map((w) => w.terminate()))
+    // The reads go on without a pause (a pause would restart the governor at the cap),
+    // so the limit must climb back window by window: V8's helpers, busy with these
+    // reads' garbage, are not neighbours.
+    const up = await reading.until((s) => s.largeLimit === s.largeLimitMax, 10_000)
+    t.is(up.stats.largeLimit, up.stats.largeLimitMax, `climbed to ${up.stats.largeLimit} of ${up.stats.largeLimitMax}`)
+    t.true(up.ms <= 2000, `back at the cap ${up.ms} ms after the neighbours stopped`)
+    t.log(`backed off in ${down.ms} ms, back at ${up.stats.largeLimit} in ${up.ms} ms (a heap of ${heap.length} objects)`)
   } finally {
     await Promise.all(spinners.map((w) => w.terminate()))
+    await reading.stop()
   }
-  t.is(after.largeLimit, 1, `backed off ${after.largeBackoffs - backoffs} times`)
-  // Climbing back once they stop is checked by the governor's unit tests only: end to
-  // end, on Node 22 under CI load, V8's GC helpers (which count as neighbours) sometimes
-  // sat between the two thresholds for 20–30 s, so the limit stayed at one.
 })
 
 adapts('next to a loop of small deflates on libuv\'s pool, the big-read limit goes to one', async (t) => {

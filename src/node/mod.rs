@@ -62,6 +62,9 @@ use views::{ViewedBytes, Views};
     ts_args_type = "onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number"
 )]
 pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Result<()> {
+    // The first environment's load, before any thread of ours: what runs now besides
+    // this thread is the runtime's (policy::host_threads).
+    crate::policy::host_threads::note_runtime_threads();
     env::init_env(env, on_complete, max_length)
 }
 

@@ -18,10 +18,13 @@
 //!   round trip through the event loop and a libuv thread), and workers copying
 //!   beside it take most of its speed while it uses little CPU (docs/tuning.md).
 //! * *neighbours*: CPU used by everyone else but the pool: this process's other
-//!   threads (V8's helpers) and other processes, in cores. The event loop is not
-//!   counted here: much of its work is taking our results.
+//!   threads (worker_threads, libraries' threads) and other processes, in cores. The
+//!   event loop is not counted here, nor V8's helpers: much of their work is taking
+//!   our results and collecting them, which backing off does not quiet.
 //! * *the event loop waiting*: the share of the window the main thread was runnable
-//!   but had no CPU. Busy with our results it waits little (it runs at a higher
+//!   but had no CPU, in the share of the CPU the pool's workers took among all it
+//!   competed with (V8's helpers collecting a big heap crowd it too, and backing off
+//!   does not quiet them). Busy with our results it waits little (it runs at a higher
 //!   priority than the workers, nice 0 against 5); a loop with JS work of its own
 //!   that the workers crowd out waits much.
 //!
@@ -60,9 +63,8 @@ use crate::sys::CpuSnapshot;
 
 /// How often the governor looks, while big reads run.
 pub const WINDOW: Duration = Duration::from_millis(100);
-/// Neighbours' CPU, in cores, above which the pool reads one fewer big file at once.
-/// V8's GC helpers count as neighbours: it lies between what they use beside big
-/// reads and what a zlib loop uses (docs/tuning.md).
+/// Neighbours' CPU, in cores, above which the pool reads one fewer big file at once:
+/// well below one busy thread (docs/tuning.md).
 pub const BACK_OFF_ABOVE: f64 = 0.6;
 /// Below which (with a quiet event loop) it tries one more.
 pub const PROBE_BELOW: f64 = 0.45;
@@ -128,7 +130,9 @@ impl BusyClock {
 pub struct Demand {
     /// CPU used by everyone but the pool and the event loop, in cores.
     pub neighbours: f64,
-    /// Share of the window the event loop was runnable but waiting.
+    /// Share of the window the event loop was runnable but waiting, for the pool's
+    /// workers: the waiting in the share of the CPU they used among everyone the loop
+    /// shared it with (the workers, V8's helpers, neighbours).
     pub loop_waiting: f64,
     /// CPU the host's pool (libuv's threads) used or waited for, in cores.
     pub host_pool: f64,
@@ -152,9 +156,15 @@ impl Demand {
         let other_processes = machine.saturating_sub(ours) as f64 / TICKS_PER_SECOND;
         let waiting = after.main_waiting_ns.saturating_sub(before.main_waiting_ns) as f64 / 1e9;
         let host_pool = after.host_pool_wanted_ns.saturating_sub(before.host_pool_wanted_ns) as f64 / 1e9;
+        let pool = after.pool_cpu_ns.saturating_sub(before.pool_cpu_ns) as f64 / 1e9;
+        let runtime = after.runtime_cpu_ns.saturating_sub(before.runtime_cpu_ns) as f64 / 1e9;
+        // The scheduler shares the CPU among runnable threads by weight, so the loop's
+        // waiting is put down to each competitor in proportion to the CPU it used.
+        let competitors = pool + runtime + in_process + other_processes + host_pool;
+        let ours = if competitors > 0.0 { pool / competitors } else { 0.0 };
         Demand {
             neighbours: (in_process + other_processes) / secs,
-            loop_waiting: waiting / secs,
+            loop_waiting: waiting * ours / secs,
             host_pool: host_pool / secs,
         }
     }
@@ -489,7 +499,9 @@ mod tests {
     fn demand_counts_neighbours_in_cores_and_leaves_our_process_out() {
         let before = CpuSnapshot::default();
         let after = CpuSnapshot {
-            neighbours_cpu_ns: 50_000_000, // 0.5 s of libuv / V8 threads
+            neighbours_cpu_ns: 50_000_000, // 0.05 s of a worker_thread
+            runtime_cpu_ns: 700_000_000,   // V8's helpers: not a neighbour
+            pool_cpu_ns: 1_000_000_000,
             main_cpu_ns: 900_000_000,
             main_waiting_ns: 250_000_000,
             host_pool_wanted_ns: 400_000_000,
@@ -498,8 +510,28 @@ mod tests {
         };
         let d = Demand::between(&before, &after, Duration::from_secs(1));
         assert!((d.neighbours - 1.05).abs() < 1e-9, "{d:?}");
-        assert!((d.loop_waiting - 0.25).abs() < 1e-9);
+        // The loop waited 0.25 s among 3.15 cores of competitors, 1 of them the pool's.
+        assert!((d.loop_waiting - 0.25 / 3.15).abs() < 1e-9, "{d:?}");
         assert!((d.host_pool - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_loop_s_waiting_counts_for_the_share_of_the_cpu_the_workers_took() {
+        let before = CpuSnapshot::default();
+        let waiting_half = |pool_ms: u64, runtime_ms: u64| {
+            let after = CpuSnapshot {
+                pool_cpu_ns: pool_ms * 1_000_000,
+                runtime_cpu_ns: runtime_ms * 1_000_000,
+                main_waiting_ns: 50_000_000,
+                ..CpuSnapshot::default()
+            };
+            Demand::between(&before, &after, Duration::from_millis(100)).loop_waiting
+        };
+        assert!((waiting_half(100, 0) - 0.5).abs() < 1e-9, "only the workers ran beside the loop");
+        // V8's helpers collecting a big heap took most of the CPU: backing off would
+        // not give the loop much of it back.
+        assert!(waiting_half(25, 125) < LOOP_PROBE_BELOW);
+        assert_eq!(waiting_half(0, 150), 0.0, "no worker ran");
     }
 
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]

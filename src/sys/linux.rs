@@ -152,7 +152,7 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
 
 /// Reads a [`CpuSnapshot`]: one directory listing and a few small `/proc` files per
 /// thread (the governor takes one every 100 ms at most, while big reads run).
-pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<super::CpuSnapshot> {
+pub fn cpu_snapshot(classify: impl Fn(i32, &[u8]) -> super::ThreadKind) -> Option<super::CpuSnapshot> {
     let pid = std::process::id() as i32;
     let mut snap = super::CpuSnapshot::default();
     for (tid, dir) in threads() {
@@ -166,11 +166,13 @@ pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<super::
         }
         let name = std::fs::read(dir.join("comm")).unwrap_or_default();
         if name.starts_with(b"fairfs-") {
+            snap.pool_cpu_ns += cpu;
             continue;
-        } else if is_host_pool(tid, &name) {
-            snap.host_pool_wanted_ns += cpu + waiting;
-        } else {
-            snap.neighbours_cpu_ns += cpu;
+        }
+        match classify(tid, &name) {
+            super::ThreadKind::HostPool => snap.host_pool_wanted_ns += cpu + waiting,
+            super::ThreadKind::Runtime => snap.runtime_cpu_ns += cpu,
+            super::ThreadKind::Other => snap.neighbours_cpu_ns += cpu,
         }
     }
     let machine = std::fs::read_to_string("/proc/stat").ok()?;

@@ -227,14 +227,32 @@ pub fn count_threads(is: impl Fn(i32, &[u8]) -> bool) -> usize {
     }
 }
 
-/// Who else uses the CPU, for [`crate::policy::contention`]: the host's thread pool (libuv's,
-/// [`crate::policy::host_threads`]), this process's other threads but the pool's and the main
-/// thread (V8's helpers), the main thread (the event loop), and the rest of the machine.
+/// What one of this process's threads is to [`crate::policy::contention`] (besides the
+/// main thread and the pool's own, which [`cpu_snapshot`] tells apart itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadKind {
+    /// The host's thread pool (libuv's: zlib, crypto, `dns.lookup`, node:fs).
+    HostPool,
+    /// The JS runtime's own helpers (V8's platform workers, busy with our results'
+    /// garbage): not a neighbour.
+    Runtime,
+    /// Anything else: a worker_thread, a library's thread, a neighbour.
+    Other,
+}
+
+/// Who else uses the CPU, for [`crate::policy::contention`]: the host's thread pool
+/// (libuv's, [`crate::policy::host_threads`]), the runtime's helpers (V8's), this
+/// process's other threads but the pool's and the main thread, the main thread (the
+/// event loop), and the rest of the machine.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuSnapshot {
     /// Nanoseconds on the CPU of this process's threads that are neither the main
-    /// thread, nor the host pool's, nor named `fairfs-*`.
+    /// thread, nor the host pool's, nor the runtime's helpers, nor named `fairfs-*`.
     pub neighbours_cpu_ns: u64,
+    /// Nanoseconds on the CPU of the runtime's helpers (V8's GC and compiler threads).
+    pub runtime_cpu_ns: u64,
+    /// Nanoseconds on the CPU of the pool's own threads (named `fairfs-*`).
+    pub pool_cpu_ns: u64,
     /// Nanoseconds the host pool's threads were on the CPU or runnable and waiting
     /// for one: what they wanted of it.
     pub host_pool_wanted_ns: u64,
@@ -247,16 +265,24 @@ pub struct CpuSnapshot {
     pub process_ticks: u64,
 }
 
-/// Takes a [`CpuSnapshot`] where the OS tells (Linux's `/proc`), counting the threads
-/// `is_host_pool(tid, name)` picks as the host pool's; `None` elsewhere.
-pub fn cpu_snapshot(is_host_pool: impl Fn(i32, &[u8]) -> bool) -> Option<CpuSnapshot> {
+/// Takes a [`CpuSnapshot`] where the OS tells (Linux's `/proc`), with each thread of
+/// this process sorted by `classify(tid, name)`; `None` elsewhere.
+pub fn cpu_snapshot(classify: impl Fn(i32, &[u8]) -> ThreadKind) -> Option<CpuSnapshot> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    return linux::cpu_snapshot(is_host_pool);
+    return linux::cpu_snapshot(classify);
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
-        let _ = is_host_pool;
+        let _ = classify;
         None
     }
+}
+
+/// The ids of this process's threads (none where the OS does not list them).
+pub fn thread_ids() -> Vec<i32> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::threads().map(|(tid, _)| tid).collect();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    Vec::new()
 }
 
 #[cfg(all(test, unix))]
