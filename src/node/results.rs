@@ -310,6 +310,14 @@ impl ToNapiValue for Batch {
         // The Buffers made here must be judged before their finalizers at teardown,
         // even if making the batch fails part way.
         let rearm = Rearm(&env, &views);
+        // Stream blocks: the chunks of the last batches are likely consumed by now, and
+        // these not yet made (young_collection_nudge). Not while a Buffer V8 lent a
+        // read is held here: a young collection would age it towards the old generation.
+        if batch.0.iter().any(|(_, d)| matches!(d, Delivered::Chunk(Ok(_), _)))
+            && st.as_ref().is_some_and(|st| st.lent_files.is_empty())
+        {
+            young_collection_nudge(raw_env);
+        }
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
         for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id as f64)?;
@@ -397,4 +405,24 @@ impl Drop for Rearm<'_> {
         // at teardown then find JS stopped and give up what they cannot prove free.
         let _ = self.1.rearm(self.0);
     }
+}
+
+/// Lets V8 run a young collection if the Buffers made since its last one hold enough
+/// memory outside its heap.
+///
+/// V8 starts a young collection on the memory of young ArrayBuffers only when it
+/// allocates one itself (twice its largest semi-space, 32 MiB on Node 20), never for
+/// an external one. So stream chunks over pooled memory, dead as soon as a consumer
+/// has written them out, waited for a mark-compact to come back to the pool, and that
+/// mark-compact came only once the pool had run dry. Allocating one byte of V8's own
+/// memory before a batch of chunks lets V8 apply its own rule: with 32 MiB of dead
+/// chunks behind it, a young collection returns them, which costs a fraction of a
+/// millisecond when little is alive. Whole-file results are left out: a reader
+/// holding each result until its next read completes (a variable of a loop that awaits
+/// the next read) keeps them alive across young collections, which then promote them
+/// and cost more than they return (ARCHITECTURE.md, "Young collections").
+pub(super) fn young_collection_nudge(env: napi::sys::napi_env) {
+    let (mut data, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: on the JS thread of `env`; the out-pointers are valid.
+    unsafe { napi::sys::napi_create_buffer(env, 1, &mut data, &mut value) };
 }
