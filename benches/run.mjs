@@ -21,8 +21,9 @@ import * as server from './js/server.mjs'
 import * as requestPath from './js/request-path.mjs'
 import * as metadata from './js/metadata.mjs'
 import * as peers from './js/peers.mjs'
+import * as fresh from './js/fresh.mjs'
 
-const BENCHMARKS = [readfile, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, metadata]
+const BENCHMARKS = [readfile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, metadata]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
 /** Run only when asked for with --peers: it fetches Bun and Deno from the npm registry. */
