@@ -26,6 +26,7 @@
 //! (a request above the largest class, or a `Vec` from elsewhere) is simply freed on
 //! release.
 
+use crate::free_later;
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Smallest pooled size: below this, copying is as cheap as pooling.
@@ -179,21 +180,22 @@ impl BufferPool {
     pub fn release(&self, mut buf: Vec<u8>) {
         let cap = buf.capacity();
         let Some(class) = self.class_for_len(cap).filter(|c| c.size == cap) else {
-            return;
+            return free_later::free(buf);
         };
         self.outstanding.fetch_sub(1, Ordering::Relaxed);
         if !self.reserve(cap) {
             // Full: make room by freeing buffers of other sizes, so the pool follows
             // the sizes in use instead of keeping whatever filled it first.
             if cap > self.cap() || !self.evict_except(class.size, cap) || !self.reserve(cap) {
-                return;
+                return free_later::free(buf);
             }
         }
         buf.clear();
         #[cfg(feature = "test-hooks")]
         buf.spare_capacity_mut().fill(std::mem::MaybeUninit::new(POISON));
-        if class.free.push(buf).is_err() {
+        if let Err(buf) = class.free.push(buf) {
             self.pooled_bytes.fetch_sub(cap, Ordering::Relaxed);
+            free_later::free(buf);
         }
     }
 
@@ -217,7 +219,7 @@ impl BufferPool {
                 let Some(buf) = class.free.pop() else { break };
                 self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
                 freed += class.size;
-                drop(buf);
+                free_later::free(buf);
             }
             if freed >= bytes {
                 return true;
@@ -257,7 +259,7 @@ impl BufferPool {
             while self.pooled_bytes.load(Ordering::Relaxed) > max {
                 let Some(buf) = class.free.pop() else { break };
                 self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
-                drop(buf);
+                free_later::free(buf);
             }
         }
     }
@@ -333,8 +335,10 @@ impl PooledBytes {
 
 impl Drop for PooledBytes {
     fn drop(&mut self) {
-        if let Some(pool) = self.pool {
-            pool.release(std::mem::take(&mut self.data));
+        let data = std::mem::take(&mut self.data);
+        match self.pool {
+            Some(pool) => pool.release(data),
+            None => free_later::free(data),
         }
     }
 }

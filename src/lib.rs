@@ -24,6 +24,7 @@ pub mod buffer_pool;
 pub mod cached;
 pub mod error;
 pub mod external_memory;
+pub mod free_later;
 pub mod job;
 pub mod jobs;
 pub mod lent;
