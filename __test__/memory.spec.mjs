@@ -7,6 +7,9 @@ import crypto from 'node:crypto'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
 import { fairfs, nativeOnly, needsRss, makeFile, runChild } from './helpers.mjs'
 
+/** V8 before 13 (Node 20 and 22): external memory dies in young collections there. */
+const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
+
 nativeOnly(test)('a big file read alone goes into a Buffer of V8\'s own; where external buffers are refused, results are copied', async (t) => {
   const { path } = makeFile(2 * 1024 * 1024)
   const copied = JSON.parse((await runChild('copied-results', path, { FAIRFS_NO_EXTERNAL_BUFFERS: '1' })).stdout)
@@ -78,14 +81,13 @@ nativeOnly(test)('results of big reads one after another die in young collection
   // mark-compact: 30 such results took 3 of them on Node 20, 22 and 24. V8 13
   // (Node 24) collects external memory in mark-compacts whatever holds it (a
   // readFileSync loop runs them too), so the count is checked before it.
-  if (Number(process.versions.v8.split('.')[0]) < 13) t.is(gc.major, 0, JSON.stringify(gc))
+  if (v8Before13) t.is(gc.major, 0, JSON.stringify(gc))
 })
 
 // V8 13 (Node 24) started no young collection on the one-byte allocation here: its
 // rule for external memory differs, and this stream ran as many collections with it as
 // without.
-const youngOnExternal = Number(process.versions.v8.split('.')[0]) < 13
-;(youngOnExternal ? nativeOnly(test) : test.skip)(`a stream's chunks, once consumed, go back to the pool in young collections${youngOnExternal ? '' : ' [V8 13+: no young collection on external memory]'}`, async (t) => {
+;(v8Before13 ? nativeOnly(test) : test.skip)(`a stream's chunks, once consumed, go back to the pool in young collections${v8Before13 ? '' : ' [V8 13+: no young collection on external memory]'}`, async (t) => {
   // Without a young collection started for them, the chunks of a 256 MiB stream came
   // back only in mark-compacts (3 of them here on Node 20 and 22), started once the
   // pool had run dry: 69-78 of about 260 blocks missed it. With one, 1 and 41-44.

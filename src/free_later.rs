@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Buffers this big and bigger are freed on the freeing thread. From 128 KiB glibc's
 /// malloc maps each block on its own, so freeing one unmaps it; from 1 MiB that takes
@@ -20,8 +20,8 @@ pub const FREE_LATER_FROM: usize = 1 << 20;
 static FREED: AtomicU64 = AtomicU64::new(0);
 
 /// The way to the freeing thread, or `None` if it could not be started.
-fn freeing_thread() -> &'static Option<Mutex<Sender<Vec<u8>>>> {
-    static THREAD: OnceLock<Option<Mutex<Sender<Vec<u8>>>>> = OnceLock::new();
+fn freeing_thread() -> &'static Option<Sender<Vec<u8>>> {
+    static THREAD: OnceLock<Option<Sender<Vec<u8>>>> = OnceLock::new();
     THREAD.get_or_init(|| {
         let (tx, rx) = channel::<Vec<u8>>();
         std::thread::Builder::new()
@@ -34,7 +34,7 @@ fn freeing_thread() -> &'static Option<Mutex<Sender<Vec<u8>>>> {
                 }
             })
             .ok()
-            .map(|_| Mutex::new(tx))
+            .map(|_| tx)
     })
 }
 
@@ -45,7 +45,6 @@ pub fn free(buf: Vec<u8>) {
         return;
     }
     let Some(sender) = freeing_thread() else { return };
-    let sender = sender.lock().unwrap_or_else(|p| p.into_inner());
     // A send fails only if the thread is gone; then the buffer comes back and is freed here.
     let _ = sender.send(buf);
 }

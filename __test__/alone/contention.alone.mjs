@@ -8,26 +8,6 @@ import zlib from 'node:zlib'
 import test from 'ava'
 import { fairfs, isNative, makeFile } from '../helpers.mjs'
 
-/**
- * Reads 16 MiB files in ten loops until `until(stats)` holds or `ms` pass; returns the
- * last stats. `files`: how many different files the loops share.
- */
-async function readBigUntil(until, ms, files = 10) {
-  const made = Array.from({ length: files }, () => makeFile(16 * 1024 * 1024))
-  const end = Date.now() + ms
-  let done = false
-  const loops = Array.from({ length: 10 }, async (_, i) => {
-    const { path } = made[i % files]
-    while (!done && Date.now() < end) {
-      await fairfs.promises.readFile(path)
-      if (until(fairfs.stats())) done = true
-    }
-  })
-  await Promise.all(loops)
-  for (const { path } of made) fs.rmSync(path)
-  return fairfs.stats()
-}
-
 /** Lifts any cap, and starts the governor at every thread (a raised cap restarts it there). */
 function startAtEveryThread(t) {
   fairfs.configure({ largeLimit: 1 })
@@ -117,11 +97,13 @@ adapts('next to a loop of small deflates on libuv\'s pool, the big-read limit go
   })
   zip()
   const backoffs = fairfs.stats().largeBackoffs
+  const reading = readBigContinuously(1)
   let after
   try {
-    after = await readBigUntil((s) => s.largeLimit === 1 && s.largeBackoffs > backoffs, 20_000, 1)
+    after = (await reading.until((s) => s.largeLimit === 1 && s.largeBackoffs > backoffs, 20_000)).stats
   } finally {
     zipping = false
+    await reading.stop()
   }
   t.true(zips > 0)
   t.is(after.largeLimit, 1, `backed off ${after.largeBackoffs - backoffs} times`)

@@ -421,7 +421,7 @@ impl Drop for Rearm<'_> {
 /// holding each result until its next read completes (a variable of a loop that awaits
 /// the next read) keeps them alive across young collections, which then promote them
 /// and cost more than they return (ARCHITECTURE.md, "Young collections").
-pub(super) fn young_collection_nudge(env: napi::sys::napi_env) {
+fn young_collection_nudge(env: napi::sys::napi_env) {
     let (mut data, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: on the JS thread of `env`; the out-pointers are valid.
     unsafe { napi::sys::napi_create_buffer(env, 1, &mut data, &mut value) };
