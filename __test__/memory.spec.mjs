@@ -84,22 +84,6 @@ nativeOnly(test)('results of big reads one after another die in young collection
   if (v8Before13) t.is(gc.major, 0, JSON.stringify(gc))
 })
 
-// V8 13 (Node 24) started no young collection on the one-byte allocation here: its
-// rule for external memory differs, and this stream ran as many collections with it as
-// without.
-;(v8Before13 ? nativeOnly(test) : test.skip)(`a stream's chunks, once consumed, go back to the pool in young collections${v8Before13 ? '' : ' [V8 13+: no young collection on external memory]'}`, async (t) => {
-  // Without a young collection started for them, the chunks of a 256 MiB stream came
-  // back only in mark-compacts (3 of them here on Node 20 and 22), started once the
-  // pool had run dry: 69-78 of about 260 blocks missed it. With one, 1 and 41-44.
-  const { path } = makeFile(256 * 1024 * 1024)
-  const r = JSON.parse((await runChild('stream-young', path)).stdout)
-  const all = JSON.stringify(r)
-  t.is(r.bytes, 256 * 1024 * 1024)
-  t.true(r.minor > 0, all)
-  t.true(r.major <= 2, `mark-compacts: ${all}`)
-  t.true(r.misses * 5 < r.hits + r.misses, `fewer than a fifth of the blocks missed the pool: ${all}`)
-})
-
 needsRss(nativeOnly(test.serial))('10,000 requests at once complete with bounded memory', async (t) => {
   const { path, data } = makeFile(64 * 1024)
   const rssBefore = process.memoryUsage().rss
