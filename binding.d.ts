@@ -31,6 +31,11 @@ export interface BufferStats {
    * whose memory was transferred away, alive when their worker exited ([`views`]).
    */
   abandonedBytes: number
+  /**
+   * Acquires served by a buffer that came back while a worker waited for it
+   * ([`buffer_pool::STOCK_PATIENCE`]).
+   */
+  waited: number
 }
 
 /**

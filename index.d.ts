@@ -179,7 +179,9 @@ export interface NativeStats {
    *  V8 does not count now, because the pool still has stock (V8 is told once the
    *  pool runs short, so that it collects them). `abandonedBytes`: pooled memory given
    *  up for good because a worker_thread ended while another thread might still see it
-   *  (its ArrayBuffer transferred out); it is never used again, and never freed. */
+   *  (its ArrayBuffer transferred out); it is never used again, and never freed.
+   *  `waited`: buffers of 4 MiB and up that a read waited for (at most 5 ms) as they
+   *  came back from collected Buffers, instead of allocating fresh memory. */
   pool: {
     hits: number
     misses: number
@@ -188,6 +190,7 @@ export interface NativeStats {
     maxPooledBytes: number
     untoldBytes: number
     abandonedBytes: number
+    waited: number
   }
 }
 

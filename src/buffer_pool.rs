@@ -20,18 +20,30 @@
 //!   Their results come back only when V8 collects them, all at once, and the reads
 //!   after a collection need that stock: with a cap of 64 MiB, ten 16 MiB reads at a
 //!   time missed the pool on half their buffers and faulted fresh pages in.
-//! * **Never blocks.** [`BufferPool::acquire`] allocates when its class is empty.
+//! * **Waits a little for big buffers on their way back.** [`BufferPool::acquire`]
+//!   allocates when its class is empty. [`BufferPool::acquire_or_wait`], which the
+//!   worker pool's reads use, first waits up to [`STOCK_PATIENCE`] for a buffer of
+//!   4 MiB or more to come back, when buffers of that size have been coming back and
+//!   a worker would still be left to serve the queue. Results come back in bursts,
+//!   after a collection; a miss in between faults in and zeroes a fresh buffer, and
+//!   the burst then finds the pool full and frees as much.
 //!
 //! A buffer is a `Vec<u8>` whose capacity is exactly its class size; anything else
 //! (a request above the largest class, or a `Vec` from elsewhere) is simply freed on
 //! release.
 
 use crate::free_later;
-use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::{Condvar, Mutex};
 
 /// Smallest pooled size: below this, copying is as cheap as pooling.
 /// Buffers from this size on ask for transparent huge pages.
 const HUGE_FROM: usize = 4 << 20;
+/// Smallest class [`BufferPool::acquire_or_wait`] waits for.
+const WAIT_FROM: usize = 4 << 20;
+/// How long [`BufferPool::acquire_or_wait`] waits for stock. After a mark-compact
+/// that V8 was told to run, results are back within a few milliseconds.
+pub const STOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(5);
 pub const MIN_CLASS: usize = 4 * 1024;
 /// Largest pooled size.
 pub const MAX_CLASS: usize = 64 * 1024 * 1024;
@@ -57,6 +69,8 @@ pub struct PoolStats {
     pub pooled_bytes: usize,
     /// Class-sized buffers handed out and not yet released.
     pub outstanding: u64,
+    /// Acquires served by a buffer that came back while they waited.
+    pub waited: u64,
 }
 
 #[cfg(not(fairfs_loom))]
@@ -109,6 +123,21 @@ pub struct BufferPool {
     misses: AtomicU64,
     /// Class-sized buffers handed out and not yet released.
     outstanding: AtomicU64,
+    /// Acquires served after waiting.
+    waited: AtomicU64,
+    /// How many threads may wait for stock at once: the worker pool's threads less
+    /// one, so that one is always left to serve the queue (small reads). 0: none.
+    max_waiters: AtomicUsize,
+    /// Threads waiting for stock now.
+    waiters: AtomicUsize,
+    /// Whether a big buffer has come back since the last wait ran out of patience.
+    /// Results a program keeps (a cache) never come back; waiting for them would only
+    /// add [`STOCK_PATIENCE`] to every read.
+    returning: AtomicBool,
+    /// Wakes waiters when a big buffer comes back.
+    stock: (Mutex<()>, Condvar),
+    /// How long a waiter waits: [`STOCK_PATIENCE`], longer in tests.
+    patience: std::time::Duration,
 }
 
 /// The sizes of all classes, ascending.
@@ -135,6 +164,12 @@ impl BufferPool {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             outstanding: AtomicU64::new(0),
+            waited: AtomicU64::new(0),
+            max_waiters: AtomicUsize::new(0),
+            waiters: AtomicUsize::new(0),
+            returning: AtomicBool::new(false),
+            stock: (Mutex::new(()), Condvar::new()),
+            patience: STOCK_PATIENCE,
         }
     }
 
@@ -174,6 +209,57 @@ impl BufferPool {
         }
     }
 
+    /// [`BufferPool::acquire`], but a big class that is empty while its buffers have
+    /// been coming back first waits up to [`STOCK_PATIENCE`] for one, if fewer than
+    /// [`BufferPool::set_max_waiters`] threads wait already. Only threads that do
+    /// not run JS may call it: results come back on the JS thread.
+    pub fn acquire_or_wait(&self, len: usize) -> Vec<u8> {
+        if let Some(class) = self.class_for_len(len.max(1)).filter(|c| c.size >= WAIT_FROM) {
+            if class.free.is_empty() && self.returning.load(Ordering::Relaxed) {
+                if let Some(buf) = self.wait_for_stock(class) {
+                    self.outstanding.fetch_add(1, Ordering::Relaxed);
+                    self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
+                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    self.waited.fetch_add(1, Ordering::Relaxed);
+                    return buf;
+                }
+            }
+        }
+        self.acquire(len)
+    }
+
+    /// A buffer of `class` that comes back within [`STOCK_PATIENCE`], if this thread
+    /// may wait; `None` otherwise, and then no thread waits again until one comes back.
+    fn wait_for_stock(&self, class: &Class) -> Option<Vec<u8>> {
+        let max = self.max_waiters.load(Ordering::Relaxed);
+        self.waiters.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |w| (w < max).then_some(w + 1)).ok()?;
+        // With the fence after a release's push: either the release sees this waiter
+        // and notifies it, or the look below finds its buffer.
+        fence(Ordering::SeqCst);
+        let deadline = std::time::Instant::now() + self.patience;
+        let mut guard = self.stock.0.lock().unwrap();
+        let found = loop {
+            // Checked under the lock a release takes to notify, so no wakeup is lost.
+            if let Some(buf) = class.free.pop() {
+                break Some(buf);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                self.returning.store(false, Ordering::Relaxed);
+                break None;
+            }
+            guard = self.stock.1.wait_timeout(guard, deadline - now).unwrap().0;
+        };
+        drop(guard);
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
+        found
+    }
+
+    /// How many threads may wait in [`BufferPool::acquire_or_wait`] at once.
+    pub fn set_max_waiters(&self, max: usize) {
+        self.max_waiters.store(max, Ordering::Relaxed);
+    }
+
     /// Takes a buffer back. It is kept if it is class-sized and fits under the cap,
     /// and freed otherwise. The caller must not use it again: whoever could still see
     /// its bytes (a JS Buffer) must be gone.
@@ -195,7 +281,16 @@ impl BufferPool {
         buf.spare_capacity_mut().fill(std::mem::MaybeUninit::new(POISON));
         if let Err(buf) = class.free.push(buf) {
             self.pooled_bytes.fetch_sub(cap, Ordering::Relaxed);
-            free_later::free(buf);
+            return free_later::free(buf);
+        }
+        if cap >= WAIT_FROM {
+            self.returning.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if self.waiters.load(Ordering::Relaxed) > 0 {
+                // Taking the lock orders this push before a waiter's next look.
+                let _guard = self.stock.0.lock().unwrap();
+                self.stock.1.notify_all();
+            }
         }
     }
 
@@ -281,6 +376,7 @@ impl BufferPool {
             misses: self.misses.load(Ordering::Relaxed),
             pooled_bytes: self.pooled_bytes.load(Ordering::Relaxed),
             outstanding: self.outstanding.load(Ordering::Relaxed),
+            waited: self.waited.load(Ordering::Relaxed),
         }
     }
 }
@@ -297,6 +393,15 @@ impl PooledBytes {
     pub fn with_capacity(len: usize, pool: Option<&'static BufferPool>) -> Self {
         match pool {
             Some(p) if len <= MAX_CLASS => PooledBytes { data: p.acquire(len), pool },
+            _ => PooledBytes { data: Vec::with_capacity(len), pool: None },
+        }
+    }
+
+    /// [`PooledBytes::with_capacity`] for a file read on a worker thread, which may
+    /// wait a little for stock ([`BufferPool::acquire_or_wait`]).
+    pub fn for_read(len: usize, pool: Option<&'static BufferPool>) -> Self {
+        match pool {
+            Some(p) if len <= MAX_CLASS => PooledBytes { data: p.acquire_or_wait(len), pool },
             _ => PooledBytes { data: Vec::with_capacity(len), pool: None },
         }
     }
@@ -403,6 +508,65 @@ pub fn global() -> &'static BufferPool {
 mod tests {
     use super::*;
 
+    /// A pool whose big classes have been coming back (one 4 MiB buffer went out and
+    /// came back) and are empty now, with `patience` for waiters.
+    fn drained(max_waiters: usize, patience: std::time::Duration) -> (BufferPool, Vec<u8>) {
+        let pool = BufferPool { patience, ..BufferPool::new(64 << 20) };
+        pool.set_max_waiters(max_waiters);
+        pool.release(pool.acquire(WAIT_FROM));
+        let out = pool.acquire(WAIT_FROM);
+        (pool, out)
+    }
+
+    #[test]
+    fn a_waiting_read_gets_the_buffer_that_comes_back() {
+        let (pool, out) = drained(1, std::time::Duration::from_secs(60));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| pool.acquire_or_wait(WAIT_FROM));
+            while pool.waiters.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            pool.release(out);
+            assert_eq!(waiter.join().unwrap().capacity(), WAIT_FROM);
+        });
+        let s = pool.stats();
+        assert_eq!((s.hits, s.misses, s.waited, s.outstanding, s.pooled_bytes), (2, 1, 1, 1, 0));
+    }
+
+    #[test]
+    fn waiting_stops_once_patience_runs_out_until_a_buffer_comes_back() {
+        let (mut pool, out) = drained(1, std::time::Duration::from_millis(1));
+        let t = std::time::Instant::now();
+        let fresh = pool.acquire_or_wait(WAIT_FROM);
+        assert!(t.elapsed() >= std::time::Duration::from_millis(1), "it waited");
+        assert_eq!((pool.stats().misses, pool.stats().waited), (2, 0));
+        // Nothing came back since: the next read does not wait (it would for a minute).
+        pool.patience = std::time::Duration::from_secs(60);
+        let t = std::time::Instant::now();
+        let again = pool.acquire_or_wait(WAIT_FROM);
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "did not wait");
+        // One comes back: waiting resumes, and finds it.
+        pool.release(out);
+        pool.release(pool.acquire(WAIT_FROM));
+        assert_eq!(pool.acquire_or_wait(WAIT_FROM).capacity(), WAIT_FROM);
+        drop((fresh, again));
+    }
+
+    #[test]
+    fn no_waiting_without_a_spare_worker_or_for_small_classes() {
+        let (pool, _out) = drained(0, std::time::Duration::from_secs(60));
+        let t = std::time::Instant::now();
+        assert_eq!(pool.acquire_or_wait(WAIT_FROM).capacity(), WAIT_FROM);
+        let pool = BufferPool { patience: std::time::Duration::from_secs(60), ..BufferPool::new(64 << 20) };
+        pool.set_max_waiters(4);
+        pool.release(pool.acquire(WAIT_FROM));
+        pool.release(pool.acquire(WAIT_FROM / 2));
+        let _half = pool.acquire(WAIT_FROM / 2);
+        assert_eq!(pool.acquire_or_wait(WAIT_FROM / 2).capacity(), WAIT_FROM / 2, "below 4 MiB: a fresh one");
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "neither waited");
+        assert_eq!(pool.stats().waited, 0);
+    }
+
     #[test]
     fn classes_waste_less_than_a_quarter() {
         let sizes: Vec<_> = class_sizes().collect();
@@ -426,11 +590,11 @@ mod tests {
         a.extend_from_slice(&[7; 10_000]);
         let ptr = a.as_ptr();
         pool.release(a);
-        assert_eq!(pool.stats(), PoolStats { hits: 0, misses: 1, pooled_bytes: 10_240, outstanding: 0 });
+        assert_eq!(pool.stats(), PoolStats { hits: 0, misses: 1, pooled_bytes: 10_240, outstanding: 0, waited: 0 });
         let b = pool.acquire(9_000);
         assert_eq!(b.as_ptr(), ptr, "same memory, so no new page faults");
         assert!(b.is_empty());
-        assert_eq!(pool.stats(), PoolStats { hits: 1, misses: 1, pooled_bytes: 0, outstanding: 1 });
+        assert_eq!(pool.stats(), PoolStats { hits: 1, misses: 1, pooled_bytes: 0, outstanding: 1, waited: 0 });
     }
 
     #[test]
@@ -441,7 +605,7 @@ mod tests {
         let ptr = bytes.as_ptr();
         assert_eq!(pool.stats().outstanding, 1);
         assert_eq!(bytes.abandon(), 10_240, "the whole class-sized buffer");
-        assert_eq!(pool.stats(), PoolStats { hits: 0, misses: 1, pooled_bytes: 0, outstanding: 0 });
+        assert_eq!(pool.stats(), PoolStats { hits: 0, misses: 1, pooled_bytes: 0, outstanding: 0, waited: 0 });
         let next = PooledBytes::with_capacity(10_000, Some(pool));
         assert_ne!(next.as_ptr(), ptr, "an abandoned buffer is never handed out again");
         // SAFETY: the abandoned buffer was never freed, so its bytes are still readable.
@@ -574,6 +738,28 @@ mod loom_tests {
             assert_eq!(s.outstanding, 0);
             assert!(s.pooled_bytes <= MIN_CLASS);
             assert_eq!(s.hits + s.misses, 3);
+        });
+    }
+
+    /// A worker waiting for a big buffer is woken by its release on another thread,
+    /// whichever comes first (a lost wakeup would leave it waiting, which loom, whose
+    /// timed waits never time out, reports as a deadlock).
+    #[test]
+    fn loom_a_waiter_gets_the_buffer_released_meanwhile() {
+        loom::model(|| {
+            let pool = Arc::new(BufferPool::new(64 << 20));
+            pool.set_max_waiters(1);
+            pool.release(pool.acquire(WAIT_FROM));
+            let out = pool.acquire(WAIT_FROM);
+            let waiter = {
+                let pool = pool.clone();
+                thread::spawn(move || pool.acquire_or_wait(WAIT_FROM))
+            };
+            pool.release(out);
+            let got = waiter.join().unwrap();
+            assert_eq!(got.capacity(), WAIT_FROM);
+            let s = pool.stats();
+            assert_eq!((s.hits, s.misses, s.outstanding), (2, 1, 1));
         });
     }
 

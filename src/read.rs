@@ -530,7 +530,7 @@ fn allocate(file: &mut OpenFile, limits: &ReadLimits, lent: Option<Lent>) -> Res
     }
     // Pooled buffers come back already faulted in; bigger files get their own.
     match limits.buffers {
-        Some(_) if size <= crate::buffer_pool::MAX_CLASS => file.buf = PooledBytes::with_capacity(size, limits.buffers),
+        Some(_) if size <= crate::buffer_pool::MAX_CLASS => file.buf = PooledBytes::for_read(size, limits.buffers),
         _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
     }
     if file.owned && size > limits.chunk_size {

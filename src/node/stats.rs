@@ -59,6 +59,9 @@ pub struct BufferStats {
     /// Pooled bytes given up because another thread might still see them: Buffers
     /// whose memory was transferred away, alive when their worker exited ([`views`]).
     pub abandoned_bytes: f64,
+    /// Acquires served by a buffer that came back while a worker waited for it
+    /// ([`buffer_pool::STOCK_PATIENCE`]).
+    pub waited: f64,
 }
 
 #[napi]
@@ -101,6 +104,7 @@ pub fn stats() -> PoolStats {
                 max_pooled_bytes: buffers.max_pooled_bytes() as f64,
                 untold_bytes: LEDGER.try_with(|ledger| ledger.borrow().untold()).unwrap_or(0) as f64,
                 abandoned_bytes: views::abandoned_bytes() as f64,
+                waited: b.waited as f64,
             }
         },
     }

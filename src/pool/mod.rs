@@ -86,6 +86,9 @@ pub struct Hooks {
     /// told 0 while the contention governor holds big reads back for a neighbour.
     /// Called under the pool's lock.
     pub bytes_in_flight: Option<fn(u64)>,
+    /// Told the number of worker threads whenever it changes, so that the buffer pool
+    /// lets all but one of them wait for stock. Called under the pool's lock.
+    pub threads: Option<fn(usize)>,
 }
 
 /// A bounded pool of worker threads with fair chunk scheduling.
@@ -298,6 +301,9 @@ impl Pool {
         let Some(threads) = threads else { return };
         let threads = threads.max(1);
         state.target_threads = threads;
+        if let Some(tell) = state.hooks.threads {
+            tell(threads);
+        }
         state.update_large_limit();
         let missing = threads.saturating_sub(state.live_threads);
         state.live_threads += missing;
@@ -363,6 +369,7 @@ pub fn global() -> &'static Pool {
         let hooks = Hooks {
             idle: Some(|| crate::buffer_pool::global().trim()),
             bytes_in_flight: Some(|bytes| crate::buffer_pool::global().set_bytes_in_flight(bytes)),
+            threads: Some(|n| crate::buffer_pool::global().set_max_waiters(n.saturating_sub(1))),
         };
         Pool::with_hooks(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE, hooks)
     })
