@@ -21,6 +21,7 @@ export const CASES = [
   ['maxMs', 'the same: max ms', false],
   ['latencyMarkCompacts', 'the same: mark-compacts in 3 s', false],
   ['latencyGcMs', 'the same: GC pause ms in 3 s', false],
+  ['latencyGcMsPerGB', 'the same: GC pause ms per GB the readers read', false],
   ['streamForAwait', '256 MiB stream, default chunks, for await: GB/s', true],
   ['streamData', 'the same, data events: GB/s', true],
   ['stream1MiBForAwait', '256 MiB stream, 1 MiB highWaterMark, for await: GB/s', true],

@@ -72,18 +72,25 @@ async function rate(files, size, concurrency) {
 
 /**
  * A 1 KiB read every 2 ms for 3 s (as requests arrive, GC pauses included) while ten
- * loops re-read the 256 MiB file; latency of each from its issue, in ms.
+ * loops re-read the 256 MiB file; latency of each from its issue, in ms, and the GB the
+ * loops read meanwhile (a faster reader makes more garbage in the same 3 s).
  */
 async function latencyUnderLoad(small, huge) {
   let on = true
+  let measuring = false
+  let bigReads = 0
   const load = Array.from({ length: 10 }, async () => {
-    while (on) await read(huge)
+    while (on) {
+      await read(huge)
+      if (measuring) bigReads++
+    }
   })
   await new Promise((resolve) => setTimeout(resolve, 100))
   const lat = []
   const pending = []
   const duration = quick ? 1000 : 3000
   const { gc } = await withGc(async () => {
+    measuring = true
     const end = performance.now() + duration
     let k = 0
     while (performance.now() < end) {
@@ -95,12 +102,13 @@ async function latencyUnderLoad(small, huge) {
       await new Promise((resolve) => setTimeout(resolve, 2))
     }
     await Promise.all(pending)
+    measuring = false
   })
   on = false
   await Promise.all(load)
   lat.sort((a, b) => a - b)
   const at = (p) => lat[Math.min(lat.length - 1, Math.floor(lat.length * p))]
-  return { p50ms: at(0.5), p99ms: at(0.99), maxMs: lat[lat.length - 1], samples: lat.length, gc }
+  return { p50ms: at(0.5), p99ms: at(0.99), maxMs: lat[lat.length - 1], samples: lat.length, gc, bigGB: (bigReads * 256 * 1024 * 1024) / 1e9 }
 }
 
 /** Streams the 256 MiB file once through `consume`; GB/s. */
@@ -168,6 +176,7 @@ if (cases.has('latency')) {
   Object.assign(out, { p50ms: l.p50ms, p99ms: l.p99ms, maxMs: l.maxMs, latencySamples: l.samples })
   out.latencyMarkCompacts = l.gc?.markCompacts ?? null
   out.latencyGcMs = l.gc?.pauseMs ?? null
+  out.latencyGcMsPerGB = l.gc && l.bigGB > 0 ? l.gc.pauseMs / l.bigGB : null
 }
 if (cases.has('stream')) Object.assign(out, await streams(huge))
 out.peakRssMB = typeof process.resourceUsage === 'function' ? process.resourceUsage().maxRSS / 1024 : null
