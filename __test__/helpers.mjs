@@ -44,6 +44,8 @@ function skipping(testFn, note) {
  */
 export const emulated = process.env.FAIRFS_TEST_EMULATED === 'qemu-user'
 export const portable = process.env.FAIRFS_TEST_PORTABLE === '1'
+/** V8 before 13 (Node 20 and 22): external memory dies in young collections there. */
+export const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
 
 /**
  * The addon built with the cargo feature `test-hooks` (`npm run build:test-hooks`, run

@@ -5,10 +5,7 @@ import test from 'ava'
 import fs from 'node:fs'
 import crypto from 'node:crypto'
 import { setImmediate as nextLoopTurn } from 'node:timers/promises'
-import { fairfs, nativeOnly, needsRss, makeFile, runChild } from './helpers.mjs'
-
-/** V8 before 13 (Node 20 and 22): external memory dies in young collections there. */
-const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
+import { fairfs, nativeOnly, needsRss, makeFile, runChild, v8Before13 } from './helpers.mjs'
 
 nativeOnly(test)('a big file read alone goes into a Buffer of V8\'s own; where external buffers are refused, results are copied', async (t) => {
   const { path } = makeFile(2 * 1024 * 1024)

@@ -194,8 +194,7 @@ impl BufferPool {
         self.outstanding.fetch_add(1, Ordering::Relaxed);
         match class.free.pop() {
             Some(buf) => {
-                self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
-                self.hits.fetch_add(1, Ordering::Relaxed);
+                self.count_hit(class);
                 buf
             }
             None => {
@@ -218,8 +217,7 @@ impl BufferPool {
             if class.free.is_empty() && self.returning.load(Ordering::Relaxed) {
                 if let Some(buf) = self.wait_for_stock(class) {
                     self.outstanding.fetch_add(1, Ordering::Relaxed);
-                    self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
-                    self.hits.fetch_add(1, Ordering::Relaxed);
+                    self.count_hit(class);
                     self.waited.fetch_add(1, Ordering::Relaxed);
                     return buf;
                 }
@@ -228,8 +226,15 @@ impl BufferPool {
         self.acquire(len)
     }
 
-    /// A buffer of `class` that comes back within [`STOCK_PATIENCE`], if this thread
-    /// may wait; `None` otherwise, and then no thread waits again until one comes back.
+    /// A buffer of `class` taken from its free list: it leaves the pooled bytes.
+    fn count_hit(&self, class: &Class) {
+        self.pooled_bytes.fetch_sub(class.size, Ordering::Relaxed);
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A buffer of `class` that comes back within the pool's patience; `None` if this
+    /// thread may not wait (as many wait already), or if none came back in time, and
+    /// then no thread waits again until one comes back.
     fn wait_for_stock(&self, class: &Class) -> Option<Vec<u8>> {
         let max = self.max_waiters.load(Ordering::Relaxed);
         self.waiters.fetch_update(Ordering::SeqCst, Ordering::Relaxed, |w| (w < max).then_some(w + 1)).ok()?;
@@ -391,17 +396,20 @@ pub struct PooledBytes {
 impl PooledBytes {
     /// An empty buffer of capacity `len` or more, from `pool` if there is one.
     pub fn with_capacity(len: usize, pool: Option<&'static BufferPool>) -> Self {
-        match pool {
-            Some(p) if len <= MAX_CLASS => PooledBytes { data: p.acquire(len), pool },
-            _ => PooledBytes { data: Vec::with_capacity(len), pool: None },
-        }
+        Self::take(len, pool, BufferPool::acquire)
     }
 
     /// [`PooledBytes::with_capacity`] for a file read on a worker thread, which may
     /// wait a little for stock ([`BufferPool::acquire_or_wait`]).
     pub fn for_read(len: usize, pool: Option<&'static BufferPool>) -> Self {
+        Self::take(len, pool, BufferPool::acquire_or_wait)
+    }
+
+    /// `len` bytes of capacity through `acquire` from `pool`, or allocated here where
+    /// there is no pool or `len` is over its largest class.
+    fn take(len: usize, pool: Option<&'static BufferPool>, acquire: fn(&BufferPool, usize) -> Vec<u8>) -> Self {
         match pool {
-            Some(p) if len <= MAX_CLASS => PooledBytes { data: p.acquire_or_wait(len), pool },
+            Some(p) if len <= MAX_CLASS => PooledBytes { data: acquire(p, len), pool },
             _ => PooledBytes { data: Vec::with_capacity(len), pool: None },
         }
     }

@@ -1,14 +1,10 @@
 // Pooled memory and V8's collections: young collections for stream chunks
 // (src/node/results.rs, young_collection_nudge), and reads that wait for the buffers
-// a collection returns (src/buffer_pool.rs, acquire_or_wait). One at a time: each
-// needs the machine to itself.
-// Run with the alone suite: how often V8 collects depends on what else the machine does
+// a collection returns (src/buffer_pool.rs, acquire_or_wait). In the alone suite and
+// one at a time, because how often V8 collects depends on what else the machine does
 // (beside the unit suite on Node 22 in CI, 64 of 259 blocks missed the pool once).
 import test from 'ava'
-import { nativeOnly, makeFile, runChild } from '../helpers.mjs'
-
-/** V8 before 13 (Node 20 and 22): external memory dies in young collections there. */
-const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
+import { nativeOnly, makeFile, runChild, v8Before13 } from '../helpers.mjs'
 
 // V8 13 (Node 24) started no young collection on the one-byte allocation here: its
 // rule for external memory differs, and this stream ran as many collections with it as
@@ -25,7 +21,6 @@ const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
   t.true(r.major <= 2, `mark-compacts: ${all}`)
   t.true(r.misses * 5 < r.hits + r.misses, `fewer than a fifth of the blocks missed the pool: ${all}`)
 })
-
 
 nativeOnly(test.serial)('ten loops of 16 MiB reads wait for the buffers a collection returns rather than allocate', async (t) => {
   // Their results come back in bursts, after each mark-compact; in between, without
