@@ -1,6 +1,7 @@
-//! Several workers on one file: a read of known size split into parts that
-//! different pool threads fill at the same time, each with `pread` at its own
-//! offset into its own stretch of the one result buffer.
+//! Several workers on one file: a read of known size (a whole file, or a stretch of
+//! one: a stream's block) split into parts that different pool threads fill at the
+//! same time, each with `pread` at its own offset into its own stretch of the one
+//! result buffer.
 //!
 //! ```text
 //!   result buffer   [ part 0 | part 1 | part 2 | ... | part n-1 ]
@@ -65,6 +66,8 @@ pub struct Parts {
     /// The start of the memory (a pooled buffer's spare capacity), taken once so that
     /// parts never need a reference to it while others write into it.
     base: *mut MaybeUninit<u8>,
+    /// Where in the file the buffer's first byte comes from.
+    start: u64,
     size: usize,
     /// Bytes handed out so far, from the start.
     claimed: usize,
@@ -82,6 +85,8 @@ pub struct Part {
     shared: Arc<Shared>,
     fd: Fd,
     ptr: *mut MaybeUninit<u8>,
+    /// Where in the file the buffer starts; the part reads at `start + offset`.
+    start: u64,
     offset: usize,
     len: usize,
     read: bool,
@@ -94,11 +99,17 @@ unsafe impl Send for Part {}
 impl Parts {
     /// Parts of a `size`-byte read of `fd` into `buf` (empty, capacity >= `size`).
     /// `fd` must stay open until the parts are done: drop or finish `Parts` first.
-    pub fn new(fd: Fd, mut buf: PooledBytes, size: usize) -> Parts {
+    pub fn new(fd: Fd, buf: PooledBytes, size: usize) -> Parts {
+        Parts::at(fd, buf, 0, size)
+    }
+
+    /// Parts of a `size`-byte read of `fd` from `start` into `buf` (a stretch of a
+    /// file, as a stream's block is); as [`Parts::new`].
+    pub fn at(fd: Fd, mut buf: PooledBytes, start: u64, size: usize) -> Parts {
         let spare = buf.vec_mut().spare_capacity_mut();
-        assert!(spare.len() >= size, "the buffer must hold the whole file");
+        assert!(spare.len() >= size, "the buffer must hold the whole stretch");
         let base = spare.as_mut_ptr();
-        Parts::over(fd, Memory::Pooled(buf), base, size)
+        Parts::over(fd, Memory::Pooled(buf), base, start, size)
     }
 
     /// Parts of a `size`-byte read of `fd` into the memory `lent` (of `size` bytes
@@ -106,15 +117,15 @@ impl Parts {
     pub fn into_lent(fd: Fd, mut lent: Lent, size: usize) -> Parts {
         assert!(lent.len() >= size, "the memory must hold the whole file");
         let base = lent.base();
-        Parts::over(fd, Memory::Lent(lent), base, size)
+        Parts::over(fd, Memory::Lent(lent), base, 0, size)
     }
 
-    fn over(fd: Fd, memory: Memory, base: *mut MaybeUninit<u8>, size: usize) -> Parts {
+    fn over(fd: Fd, memory: Memory, base: *mut MaybeUninit<u8>, start: u64, size: usize) -> Parts {
         let shared = Arc::new(Shared {
             tally: Mutex::new(Tally { in_flight: 0, end: size, error: None }),
             idle: Condvar::new(),
         });
-        Parts { shared, fd, memory, base, size, claimed: 0 }
+        Parts { shared, fd, memory, base, start, size, claimed: 0 }
     }
 
     /// Bytes not handed out yet.
@@ -143,7 +154,7 @@ impl Parts {
         let offset = self.claimed;
         let len = len.max(1).min(self.size - offset);
         self.claimed += len;
-        Some(Part { shared: self.shared.clone(), fd: self.fd, ptr: self.base, offset, len, read: false })
+        Some(Part { shared: self.shared.clone(), fd: self.fd, ptr: self.base, start: self.start, offset, len, read: false })
     }
 
     /// Waits until no part is in flight.
@@ -211,7 +222,7 @@ impl Part {
             if done == self.len {
                 break Ok(());
             }
-            match sys::read_uninit(self.fd, &mut dst[done..], Some((self.offset + done) as u64)) {
+            match sys::read_uninit(self.fd, &mut dst[done..], Some(self.start + (self.offset + done) as u64)) {
                 Ok(0) => break Ok(()),
                 Ok(n) => done += n,
                 Err(e) => break Err(e),

@@ -10,7 +10,9 @@ use std::ffi::CStr;
 use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 
-use crate::job::{CancelFlag, Job, Step, Wait, Waits};
+use crate::job::{CancelFlag, Job, Piece, Step, Wait, Waits};
+use crate::lent::Filled;
+use crate::parts::Parts;
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
 
@@ -168,6 +170,11 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> Job for Op
 /// position (`position` `None`: an fd stream, a FIFO, a device) is one read syscall,
 /// whatever it returns, as node:fs's; if the fd is not a regular file it runs on a
 /// thread of its own ([`Wait::OwnThread`]), where waiting for data blocks nobody.
+///
+/// A positioned block of more than one step is read in [`Parts`], one step each, so
+/// that a worker that would otherwise idle reads the next step while another reads
+/// this one ([`Job::split`]): a lone stream is then read by every free worker, as a
+/// lone big `readFile` is, instead of by one at a time.
 pub struct BlockJob<D> {
     fd: Fd,
     position: Option<u64>,
@@ -177,6 +184,8 @@ pub struct BlockJob<D> {
     /// The keyed flow of its stream.
     flow: Option<u64>,
     buf: Option<PooledBytes>,
+    /// The block's buffer, handed out in steps, when it is read in parts.
+    parts: Option<Parts>,
     error: Option<ReadError>,
     /// Whether a current-position read has looked at what the fd is.
     checked: bool,
@@ -205,6 +214,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
             buffers,
             flow,
             buf: None,
+            parts: None,
             error: None,
             checked: position.is_some(),
             blocking: MayBlock::default(),
@@ -212,8 +222,33 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
         }
     }
 
+    /// Whether the block is read in parts: a stretch of a file, longer than a step.
+    fn in_parts(&self) -> bool {
+        self.position.is_some() && self.len > self.step_max
+    }
+
+    /// The block's parts, made (with its buffer) on first use.
+    fn parts(&mut self) -> Result<&mut Parts, ReadError> {
+        if self.parts.is_none() {
+            let mut buf = PooledBytes::with_capacity(self.len, self.buffers);
+            if buf.vec_mut().capacity() < self.len {
+                return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
+            }
+            self.parts = Some(Parts::at(self.fd, buf, self.position.unwrap_or(0), self.len));
+        }
+        Ok(self.parts.as_mut().expect("made above"))
+    }
+
     /// One step; `Ok(true)` when the block is done.
     fn try_step(&mut self) -> Result<(bool, usize), ReadError> {
+        if self.in_parts() {
+            let step_max = self.step_max;
+            let parts = self.parts()?;
+            let n = parts.claim(step_max).map_or(0, |mut part| part.read());
+            // Done once nothing is left to hand out (or a part met an error or the
+            // end of the file); `complete` waits for parts other workers still read.
+            return Ok((!parts.has_more(), n));
+        }
         if !self.checked {
             self.checked = true;
             if !sys::fstat(self.fd)?.is_regular {
@@ -251,6 +286,22 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
         }
     }
 
+    /// The next step for another worker, while this block goes back in the queue;
+    /// the last step is left to [`Job::step`].
+    fn split(&mut self) -> Option<Piece> {
+        if !self.in_parts() || self.error.is_some() {
+            return None;
+        }
+        let step_max = self.step_max;
+        // An allocation that fails is reported by the next step.
+        let parts = self.parts().ok()?;
+        if parts.unclaimed() <= step_max {
+            return None;
+        }
+        let mut part = parts.claim(step_max)?;
+        Some(Piece::new(part.len(), move || part.read()))
+    }
+
     /// A block of more than one chunk is a big read's part, and counts against the
     /// big-read limit like one: a stream of a big file gets a big file's share.
     fn is_large(&self) -> bool {
@@ -262,17 +313,31 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
     }
 
     fn complete(self: Box<Self>) {
-        let this = *self;
-        let outcome = match (this.error, this.buf) {
-            (Some(e), _) => Err(e),
-            (None, Some(buf)) => Ok(buf),
-            (None, None) => Ok(PooledBytes::unpooled(Vec::new())),
+        let BlockJob { error, parts, buf, on_done, .. } = *self;
+        // Parts wait for those other workers still read, so the caller hears of the
+        // block only once nothing reads into it or from its fd.
+        let outcome = match (error, parts, buf) {
+            (Some(e), parts, _) => {
+                drop(parts);
+                Err(e)
+            }
+            (None, Some(parts), _) => match parts.finish() {
+                Ok(Filled::Pooled(buf)) => Ok(buf),
+                Ok(Filled::Lent(_)) => unreachable!("a block's parts fill pooled memory"),
+                Err(e) => Err(ReadError::Io(e)),
+            },
+            (None, None, Some(buf)) => Ok(buf),
+            (None, None, None) => Ok(PooledBytes::unpooled(Vec::new())),
         };
-        (this.on_done)(Some(outcome));
+        on_done(Some(outcome));
     }
 
     fn cancel(self: Box<Self>) {
-        (self.on_done)(None);
+        let BlockJob { parts, buf, on_done, .. } = *self;
+        // Frees the block (after any part in flight) before the caller may close the fd.
+        drop(parts);
+        drop(buf);
+        on_done(None);
     }
 
     fn waits(&mut self) -> Option<&mut dyn Waits> {
@@ -283,6 +348,115 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Outcome = std::sync::Arc<std::sync::Mutex<Option<Option<Result<PooledBytes, ReadError>>>>>;
+
+    /// A block job over `f` whose outcome lands in the returned slot.
+    fn block(
+        f: &std::fs::File,
+        position: u64,
+        len: usize,
+        step_max: usize,
+    ) -> (Box<BlockJob<impl FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static>>, Outcome) {
+        use std::os::fd::AsRawFd;
+        let slot: Outcome = Default::default();
+        let to = slot.clone();
+        let on_done = move |o| *to.lock().unwrap() = Some(o);
+        (Box::new(BlockJob::new(f.as_raw_fd(), Some(position), len, step_max, None, None, on_done)), slot)
+    }
+
+    fn file_of(name: &str, data: &[u8]) -> std::fs::File {
+        let p = std::env::temp_dir().join(format!("fairfs-block-{}-{name}", std::process::id()));
+        std::fs::write(&p, data).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        f
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 13 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn a_block_read_by_several_threads_at_once_is_the_stretch_of_the_file() {
+        let data = pattern(300_000);
+        let f = file_of("split", &data);
+        let (mut job, outcome) = block(&f, 50_000, 100_000, 16_384);
+        // Pieces for other threads until only the last step is left, as idle workers take them.
+        let mut pieces = vec![];
+        while let Some(piece) = job.split() {
+            assert_eq!(piece.bytes, 16_384);
+            pieces.push(piece);
+        }
+        assert_eq!(pieces.len(), 6, "100,000 bytes: six steps handed out, the seventh left to step()");
+        let threads: Vec<_> = pieces.into_iter().map(|mut p| std::thread::spawn(move || (p.run)())).collect();
+        let step = job.step();
+        assert_eq!(step, Step { bytes: 100_000 - 6 * 16_384, done: true });
+        let read: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(read, 6 * 16_384);
+        job.complete();
+        let got = outcome.lock().unwrap().take().expect("delivered").expect("not cancelled").unwrap();
+        assert_eq!(got, &data[50_000..150_000]);
+    }
+
+    #[test]
+    fn a_block_in_parts_past_the_end_of_the_file_ends_there() {
+        let data = pattern(100_000);
+        let f = file_of("end", &data);
+        let (mut job, outcome) = block(&f, 60_000, 65_536, 16_384);
+        let mut first = job.split().expect("a piece");
+        (first.run)();
+        drop(first);
+        // Stepped alone from here: the file ends inside the second step.
+        let mut steps = vec![];
+        loop {
+            let step = job.step();
+            steps.push(step.bytes);
+            if step.done {
+                break;
+            }
+        }
+        assert_eq!(steps, vec![16_384, 40_000 - 2 * 16_384], "nothing is read past the end");
+        job.complete();
+        let got = outcome.lock().unwrap().take().unwrap().unwrap().unwrap();
+        assert_eq!(got, &data[60_000..]);
+    }
+
+    #[test]
+    fn a_cancelled_block_tells_its_caller_only_after_its_pieces_are_done() {
+        let data = pattern(200_000);
+        let f = file_of("cancel", &data);
+        let (mut job, outcome) = block(&f, 0, 200_000, 65_536);
+        let mut piece = job.split().expect("a piece");
+        let seen = outcome.clone();
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let delivered_before = seen.lock().unwrap().is_some();
+            (piece.run)();
+            drop(piece);
+            delivered_before
+        });
+        job.cancel();
+        assert!(matches!(*outcome.lock().unwrap(), Some(None)), "cancelled");
+        assert!(!reader.join().unwrap(), "the caller heard of the cancellation while a piece still read");
+    }
+
+    #[test]
+    fn a_block_of_a_pipe_in_parts_fails_with_espipe() {
+        // The stream reads at the current position instead when a positioned read
+        // meets ESPIPE (lib/read-stream.js): it must come back as that error.
+        let (r, w) = std::io::pipe().unwrap();
+        let f = std::fs::File::from(std::os::fd::OwnedFd::from(r));
+        let (mut job, outcome) = block(&f, 0, 1 << 20, 65_536);
+        let mut piece = job.split().expect("a piece");
+        (piece.run)();
+        drop(piece);
+        while !job.step().done {}
+        job.complete();
+        drop(w);
+        let got = outcome.lock().unwrap().take().unwrap().unwrap();
+        assert_eq!(got.err(), Some(ReadError::Io(FsError::new(libc::ESPIPE, Syscall::Read))));
+    }
 
     #[test]
     fn open_read_at_positions_and_close() {
