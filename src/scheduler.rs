@@ -20,6 +20,13 @@
 //!   `readFile` earns, however many blocks it has in flight, and does not come back
 //!   as new (ahead of everyone) with each block.
 //!
+//! * A keyed flow's next request may start *early*, before the one in the rotation
+//!   is done, but only for a worker that finds nothing else to read
+//!   ([`FairQueue::pop_early`]). It is served outside the rotation and charged
+//!   nothing, since nobody waits; if it is not done in one step, it goes back to the
+//!   front of its flow's waiting line. A lone stream then keeps every free worker busy
+//!   instead of waiting at each block's end for the one in the rotation.
+//!
 //! A request being read by a worker is *checked out* of the lists (so one request
 //! is never read by two workers at once), and comes back through [`FairQueue::put_back`],
 //! or, when it is done, ends its turn through [`FairQueue::end`].
@@ -46,6 +53,9 @@ pub struct Turn {
     is_new: bool,
     /// The keyed flow it belongs to ([`FairQueue::push_keyed`]), if any.
     key: Option<u64>,
+    /// A keyed flow's request started early ([`FairQueue::pop_early`]): outside the
+    /// rotation, with no place or credit of its own.
+    early: bool,
 }
 
 impl<T> Flow<T> {
@@ -72,6 +82,10 @@ struct Keyed<T> {
     /// One of its requests is in the lists or checked out; the others wait here.
     active: bool,
     waiting: VecDeque<T>,
+    /// Its requests started early and checked out now ([`FairQueue::pop_early`]).
+    early: usize,
+    /// Its request in the rotation is checked out (being read), not in the lists.
+    head_out: bool,
     /// [`FairQueue::end_key`] was called: forget the flow once it is idle.
     ended: bool,
 }
@@ -120,7 +134,7 @@ impl<T> FairQueue<T> {
 
     /// Adds a request at the back of the new list with one quantum of credit.
     pub fn push(&mut self, item: T) {
-        self.new.push_back(Flow { item, turn: Turn { deficit: self.quantum, is_new: true, key: None } });
+        self.new.push_back(Flow { item, turn: Turn { deficit: self.quantum, is_new: true, key: None, early: false } });
     }
 
     /// Adds a request to the keyed flow `key`. The flow's first request joins the new
@@ -132,9 +146,17 @@ impl<T> FairQueue<T> {
         let Some(flow) = self.keyed.get_mut(&key) else {
             self.keyed.insert(
                 key,
-                Keyed { deficit: quantum, is_new: true, active: true, waiting: VecDeque::new(), ended: false },
+                Keyed {
+                    deficit: quantum,
+                    is_new: true,
+                    active: true,
+                    waiting: VecDeque::new(),
+                    early: 0,
+                    head_out: false,
+                    ended: false,
+                },
             );
-            self.new.push_back(Flow { item, turn: Turn { deficit: quantum, is_new: true, key: Some(key) } });
+            self.new.push_back(Flow { item, turn: Turn { deficit: quantum, is_new: true, key: Some(key), early: false } });
             return;
         };
         if flow.active {
@@ -142,11 +164,32 @@ impl<T> FairQueue<T> {
             self.followers += 1;
             return;
         }
+        self.activate(key, item);
+    }
+
+    /// Puts the request of an idle keyed flow in the rotation with the flow's credit.
+    fn activate(&mut self, key: u64, item: T) {
+        let Some(flow) = self.keyed.get_mut(&key) else { return };
         flow.active = true;
-        let turn = Turn { deficit: flow.deficit, is_new: flow.is_new, key: Some(key) };
+        let turn = Turn { deficit: flow.deficit, is_new: flow.is_new, key: Some(key), early: false };
         // As if it had never paused: credit left keeps its place at the front of its
         // list, debt sends it to the back with one more quantum.
         self.put_back(Flow { item, turn }, 0);
+    }
+
+    /// Checks out, for a worker that found nothing else to read, the next request of
+    /// a keyed flow whose request in the rotation is being read, among those that
+    /// satisfy `ok`. It reads outside the rotation: see the module's docs.
+    pub fn pop_early(&mut self, mut ok: impl FnMut(&T) -> bool) -> Option<Flow<T>> {
+        if self.followers == 0 {
+            return None;
+        }
+        let (&key, flow) =
+            self.keyed.iter_mut().find(|(_, f)| f.head_out && f.waiting.front().is_some_and(&mut ok))?;
+        let item = flow.waiting.pop_front()?;
+        flow.early += 1;
+        self.followers -= 1;
+        Some(Flow { item, turn: Turn { deficit: self.quantum, is_new: false, key: Some(key), early: true } })
     }
 
     /// Checks out the request that should read next. A flow whose credit ran out
@@ -156,10 +199,18 @@ impl<T> FairQueue<T> {
         loop {
             let flow = self.pop_next()?;
             if flow.turn.deficit > 0 {
-                return Some(flow);
+                return Some(self.check_out(flow));
             }
             self.put_back(flow, 0);
         }
+    }
+
+    /// Notes that a keyed flow's request in the rotation is being read.
+    fn check_out(&mut self, flow: Flow<T>) -> Flow<T> {
+        if let Some(keyed) = flow.turn.key.and_then(|key| self.keyed.get_mut(&key)) {
+            keyed.head_out = true;
+        }
+        flow
     }
 
     fn pop_next(&mut self) -> Option<Flow<T>> {
@@ -189,16 +240,35 @@ impl<T> FairQueue<T> {
         if ok(&next?.item) {
             return self.pop();
         }
+        let mut found = None;
         for list in [&mut self.new, &mut self.old] {
             if let Some(i) = list.iter().position(|f| ok(&f.item)) {
-                return list.remove(i);
+                found = list.remove(i);
+                break;
             }
         }
-        None
+        found.map(|flow| self.check_out(flow))
     }
 
     /// Returns a checked-out request that read `spent` bytes and has more to read.
     pub fn put_back(&mut self, mut flow: Flow<T>, spent: usize) {
+        if flow.turn.early {
+            // Back to the front of its flow's line, or, if the flow's request in the
+            // rotation has ended meanwhile with none behind it, into the rotation.
+            let key = flow.turn.key.expect("an early request belongs to a keyed flow");
+            let Some(keyed) = self.keyed.get_mut(&key) else { return };
+            keyed.early -= 1;
+            if keyed.active {
+                keyed.waiting.push_front(flow.item);
+                self.followers += 1;
+            } else {
+                self.activate(key, flow.item);
+            }
+            return;
+        }
+        if let Some(keyed) = flow.turn.key.and_then(|key| self.keyed.get_mut(&key)) {
+            keyed.head_out = false;
+        }
         flow.turn.deficit -= spent as i64;
         if flow.turn.deficit > 0 {
             // Credit left: it keeps its place at the front of its list.
@@ -221,6 +291,14 @@ impl<T> FairQueue<T> {
     pub fn end(&mut self, mut turn: Turn, spent: usize) {
         let Some(key) = turn.key else { return };
         let Some(flow) = self.keyed.get_mut(&key) else { return };
+        if turn.early {
+            flow.early -= 1;
+            if flow.ended && !flow.active && flow.early == 0 {
+                self.keyed.remove(&key);
+            }
+            return;
+        }
+        flow.head_out = false;
         turn.deficit -= spent as i64;
         if let Some(item) = flow.waiting.pop_front() {
             self.followers -= 1;
@@ -230,7 +308,7 @@ impl<T> FairQueue<T> {
         flow.active = false;
         flow.deficit = turn.deficit;
         flow.is_new = turn.is_new && turn.deficit > 0;
-        if flow.ended {
+        if flow.ended && flow.early == 0 {
             self.keyed.remove(&key);
         }
     }
@@ -238,7 +316,7 @@ impl<T> FairQueue<T> {
     /// Forgets keyed flow `key` (its stream has closed) once no request of it is left.
     pub fn end_key(&mut self, key: u64) {
         match self.keyed.get_mut(&key) {
-            Some(flow) if flow.active => flow.ended = true,
+            Some(flow) if flow.active || flow.early > 0 => flow.ended = true,
             Some(_) => {
                 self.keyed.remove(&key);
             }
@@ -570,5 +648,69 @@ mod tests {
         assert_eq!(q.len(), 1);
         assert_eq!(q.drain(), vec![1]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_keyed_flows_next_request_starts_early_only_outside_the_rotation() {
+        let mut q = FairQueue::new(10);
+        for block in 1..=3 {
+            q.push_keyed(block, 7);
+        }
+        assert!(q.pop_early(|_| true).is_none(), "its first request is in the rotation, not started");
+        let head = q.pop().unwrap();
+        assert_eq!(head.item, 1);
+        assert!(q.is_empty() && q.pop().is_none(), "the others wait behind it");
+        assert!(q.pop_early(|&i| i != 2).is_none(), "only the next request may start early");
+        let early = q.pop_early(|_| true).unwrap();
+        assert_eq!(early.item, 2);
+        assert_eq!(q.len(), 1, "block 3 still waits");
+        // Not done in one step: back to the front of its flow's line, charged nothing.
+        q.put_back(early, 10);
+        assert_eq!(q.len(), 2);
+        q.push(8); // someone else comes
+        // The head ends: block 2 takes its place with the credit it left (at the
+        // front of the new list, still on the flow's first quantum).
+        let (_, turn) = head.into_parts();
+        q.end(turn, 4);
+        let next = q.pop().unwrap();
+        assert_eq!((next.item, next.turn.deficit), (2, 6), "the flow's one turn, not a second");
+        // Block 3 starts early and is done: nothing changes for block 2's turn.
+        let early = q.pop_early(|_| true).unwrap();
+        assert_eq!(early.item, 3);
+        q.end(early.into_parts().1, 10);
+        assert_eq!(q.len(), 1, "only 8 waits");
+        q.put_back(next, 1);
+        let again = q.pop().unwrap();
+        assert_eq!((again.item, again.turn.deficit), (2, 5), "charged its own bytes only");
+        assert_eq!(q.pop().unwrap().item, 8);
+    }
+
+    #[test]
+    fn an_early_request_left_alone_joins_the_rotation_and_its_flow_is_forgotten_last() {
+        let mut q = FairQueue::new(10);
+        q.push_keyed(1, 7);
+        q.push_keyed(2, 7);
+        let head = q.pop().unwrap();
+        let early = q.pop_early(|_| true).unwrap();
+        q.end_key(7);
+        // The head ends with nobody behind it while block 2 is out.
+        q.end(head.into_parts().1, 3);
+        assert_eq!(q.keyed_flows(), 1, "kept while its early request is checked out");
+        q.put_back(early, 10);
+        let again = q.pop().expect("in the rotation, not stranded behind an ended head");
+        assert_eq!((again.item, again.turn.deficit), (2, 7), "with the flow's credit");
+        assert!(q.pop_early(|_| true).is_none());
+        q.end(again.into_parts().1, 1);
+        assert_eq!(q.keyed_flows(), 0, "forgotten once its last request ends");
+        // Ended while only an early request is out: forgotten when that one ends.
+        q.push_keyed(3, 9);
+        q.push_keyed(4, 9);
+        let head = q.pop().unwrap();
+        let early = q.pop_early(|_| true).unwrap();
+        q.end(head.into_parts().1, 1);
+        q.end_key(9);
+        assert_eq!(q.keyed_flows(), 1);
+        q.end(early.into_parts().1, 1);
+        assert_eq!(q.keyed_flows(), 0);
     }
 }

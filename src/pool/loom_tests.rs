@@ -81,6 +81,45 @@ fn loom_keyed_flow_with_cancel() {
     });
 }
 
+/// Two two-step blocks of one stream on two workers: the second may start early
+/// while the first is read, go back to its flow's line after one step, and be
+/// cancelled meanwhile. Each ends exactly once, the first completes, and the flow is
+/// forgotten once both have ended.
+#[test]
+fn loom_early_block_with_cancel() {
+    early_blocks(true);
+}
+
+/// The same without the cancel: both blocks complete, whichever ends first.
+#[test]
+fn loom_early_block() {
+    early_blocks(false);
+}
+
+fn early_blocks(cancel: bool) {
+    loom::model(move || {
+        let pool = Pool::new(2, 1);
+        let first = Arc::new(AtomicUsize::new(0));
+        let second = Arc::new(AtomicUsize::new(0));
+        pool.submit(Box::new(KeyedProbe(Probe { steps: 2, ended: first.clone() })));
+        let ticket = pool.submit(Box::new(KeyedProbe(Probe { steps: 2, ended: second.clone() })));
+        if cancel {
+            pool.cancel(&ticket);
+        }
+        pool.end_flow(1);
+        while first.load(Ordering::SeqCst) == 0 || second.load(Ordering::SeqCst) == 0 {
+            loom::thread::yield_now();
+        }
+        while pool.stats().stream_flows > 0 {
+            loom::thread::yield_now();
+        }
+        drop(pool);
+        assert_eq!(first.load(Ordering::SeqCst), 1, "the first block completes");
+        let e = second.load(Ordering::SeqCst);
+        assert!(e == 1 || (cancel && e == 2), "ended {e}");
+    });
+}
+
 /// A job that reads three one-byte parts of /dev/zero, handing out all but the
 /// last to other workers ([`crate::parts`]).
 struct PartsProbe {

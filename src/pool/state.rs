@@ -154,13 +154,12 @@ impl State {
         self.admit()
     }
 
-    /// Checks out the next request a free worker may read now.
+    /// Checks out the next request a free worker may read now: the next in the
+    /// rotation, or else a keyed flow's next request, started early.
     pub(super) fn take(&mut self) -> Option<Flow<Entry>> {
-        if self.large_ok() {
-            self.queue.pop()
-        } else {
-            self.queue.pop_where(|e| !e.job.is_large())
-        }
+        let large_ok = self.large_ok();
+        let next = if large_ok { self.queue.pop() } else { self.queue.pop_where(|e| !e.job.is_large()) };
+        next.or_else(|| self.queue.pop_early(|e| large_ok || !e.job.is_large()))
     }
 }
 

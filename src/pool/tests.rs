@@ -113,6 +113,50 @@ fn blocks_of_one_keyed_flow_share_one_turn() {
     }
 }
 
+/// A [`FakeJob`] in keyed flow `.1`, like a stream's block.
+struct KeyedFake(FakeJob, u64);
+
+impl Job for KeyedFake {
+    fn step(&mut self) -> Step {
+        self.0.step()
+    }
+    fn flow(&self) -> Option<u64> {
+        Some(self.1)
+    }
+    fn complete(self: Box<Self>) {
+        Box::new(self.0).complete()
+    }
+    fn cancel(self: Box<Self>) {
+        Box::new(self.0).cancel()
+    }
+}
+
+#[test]
+fn a_free_worker_starts_a_streams_next_block_while_its_first_is_read() {
+    let pool = Pool::new(2, 100);
+    let (tx, rx) = mpsc::channel();
+    let (open, gate) = mpsc::channel();
+    let first = FakeJob { name: "first", steps: 1, bytes: 100, gate: Some(gate), log: tx.clone() };
+    pool.submit(Box::new(KeyedFake(first, 5)));
+    let second = FakeJob { name: "second", steps: 2, bytes: 100, gate: None, log: tx.clone() };
+    pool.submit(Box::new(KeyedFake(second, 5)));
+    // The first block holds one worker; the other, with nothing else to read, reads
+    // the second to its end meanwhile (put back after its first step, it is started
+    // early again).
+    assert_eq!(recv(&rx), ("second", "step"));
+    assert_eq!(recv(&rx), ("second", "step"));
+    assert_eq!(recv(&rx), ("second", "complete"));
+    open.send(()).unwrap();
+    assert_eq!(recv(&rx), ("first", "step"));
+    assert_eq!(recv(&rx), ("first", "complete"));
+    pool.end_flow(5);
+    let ended = Instant::now();
+    while pool.stats().stream_flows > 0 {
+        assert!(ended.elapsed() < Duration::from_secs(10), "the flow is never forgotten");
+        thread::yield_now();
+    }
+}
+
 #[test]
 fn cancelling_a_waiting_job_releases_it_at_once() {
     let pool = Pool::new(1, 100);
