@@ -154,7 +154,15 @@ impl Parts {
         let offset = self.claimed;
         let len = len.max(1).min(self.size - offset);
         self.claimed += len;
-        Some(Part { shared: self.shared.clone(), fd: self.fd, ptr: self.base, start: self.start, offset, len, read: false })
+        Some(Part {
+            shared: self.shared.clone(),
+            fd: self.fd,
+            ptr: self.base,
+            start: self.start,
+            offset,
+            len,
+            read: false,
+        })
     }
 
     /// Waits until no part is in flight.

@@ -156,7 +156,8 @@ impl<T> FairQueue<T> {
                     ended: false,
                 },
             );
-            self.new.push_back(Flow { item, turn: Turn { deficit: quantum, is_new: true, key: Some(key), early: false } });
+            self.new
+                .push_back(Flow { item, turn: Turn { deficit: quantum, is_new: true, key: Some(key), early: false } });
             return;
         };
         if flow.active {
@@ -184,8 +185,7 @@ impl<T> FairQueue<T> {
         if self.followers == 0 {
             return None;
         }
-        let (&key, flow) =
-            self.keyed.iter_mut().find(|(_, f)| f.head_out && f.waiting.front().is_some_and(&mut ok))?;
+        let (&key, flow) = self.keyed.iter_mut().find(|(_, f)| f.head_out && f.waiting.front().is_some_and(&mut ok))?;
         let item = flow.waiting.pop_front()?;
         flow.early += 1;
         self.followers -= 1;
@@ -668,8 +668,8 @@ mod tests {
         q.put_back(early, 10);
         assert_eq!(q.len(), 2);
         q.push(8); // someone else comes
-        // The head ends: block 2 takes its place with the credit it left (at the
-        // front of the new list, still on the flow's first quantum).
+                   // The head ends: block 2 takes its place with the credit it left (at the
+                   // front of the new list, still on the flow's first quantum).
         let (_, turn) = head.into_parts();
         q.end(turn, 4);
         let next = q.pop().unwrap();

@@ -349,7 +349,9 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 mod tests {
     use super::*;
 
-    type Outcome = std::sync::Arc<std::sync::Mutex<Option<Option<Result<PooledBytes, ReadError>>>>>;
+    /// What a block job delivers: its bytes or error, or `None` if cancelled.
+    type Delivered = Option<Result<PooledBytes, ReadError>>;
+    type Outcome = std::sync::Arc<std::sync::Mutex<Option<Delivered>>>;
 
     /// A block job over `f` whose outcome lands in the returned slot.
     fn block(
@@ -357,7 +359,7 @@ mod tests {
         position: u64,
         len: usize,
         step_max: usize,
-    ) -> (Box<BlockJob<impl FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static>>, Outcome) {
+    ) -> (Box<BlockJob<impl FnOnce(Delivered) + Send + 'static>>, Outcome) {
         use std::os::fd::AsRawFd;
         let slot: Outcome = Default::default();
         let to = slot.clone();
