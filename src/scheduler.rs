@@ -256,7 +256,12 @@ impl<T> FairQueue<T> {
             // Back to the front of its flow's line, or, if the flow's request in the
             // rotation has ended meanwhile with none behind it, into the rotation.
             let key = flow.turn.key.expect("an early request belongs to a keyed flow");
-            let Some(keyed) = self.keyed.get_mut(&key) else { return };
+            let Some(keyed) = self.keyed.get_mut(&key) else {
+                // Its flow is gone (drained): it must still be served, on its own.
+                flow.turn = Turn { deficit: self.quantum, is_new: false, key: None, early: false };
+                self.old.push_front(flow);
+                return;
+            };
             keyed.early -= 1;
             if keyed.active {
                 keyed.waiting.push_front(flow.item);
@@ -711,6 +716,16 @@ mod tests {
         q.end_key(9);
         assert_eq!(q.keyed_flows(), 1);
         q.end(early.into_parts().1, 1);
+        assert_eq!(q.keyed_flows(), 0);
+        // Drained while out: put back, it is still served, on its own.
+        q.push_keyed(5, 4);
+        q.push_keyed(6, 4);
+        let head = q.pop().unwrap();
+        let early = q.pop_early(|_| true).unwrap();
+        assert_eq!(q.drain(), Vec::<i32>::new());
+        q.put_back(early, 1);
+        assert_eq!(q.pop().map(|f| f.item), Some(6));
+        q.end(head.into_parts().1, 1);
         assert_eq!(q.keyed_flows(), 0);
     }
 }
