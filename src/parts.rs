@@ -22,6 +22,7 @@ use std::mem::MaybeUninit;
 
 use crate::buffer_pool::PooledBytes;
 use crate::error::{FsError, Syscall};
+use crate::job::Piece;
 use crate::lent::{Filled, Lent};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::sys::{self, Fd};
@@ -165,6 +166,16 @@ impl Parts {
         })
     }
 
+    /// Hands out the next part, of `len` bytes, for another worker, unless it would be
+    /// the last: that one is left to the owner's own step, which then waits for the
+    /// others ([`Parts::finish`]).
+    pub fn claim_spare(&mut self, len: usize) -> Option<Part> {
+        if self.unclaimed() <= len {
+            return None;
+        }
+        self.claim(len)
+    }
+
     /// Waits until no part is in flight.
     fn wait(&self) -> MutexGuard<'_, Tally> {
         let mut tally = self.shared.lock();
@@ -214,6 +225,11 @@ impl Part {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The part as a pool [`Piece`], for the worker that takes it to read.
+    pub fn into_piece(mut self) -> Piece {
+        Piece::new(self.len, move || self.read())
     }
 
     /// Reads the part with `pread` at its own offset, until it is full or the file

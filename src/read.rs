@@ -391,10 +391,7 @@ impl FileRead {
     /// is always left to [`FileRead::step`].
     pub fn split(&mut self) -> Option<Part> {
         let State::Reading(OpenFile { parts: Some(parts), .. }) = &mut self.state else { return None };
-        if parts.unclaimed() <= self.limits.chunk_size {
-            return None;
-        }
-        parts.claim(self.limits.chunk_size)
+        parts.claim_spare(self.limits.chunk_size)
     }
 
     /// Closes the fd if we opened it and returns what was read: pooled bytes, or
@@ -585,7 +582,8 @@ pub(crate) mod tests {
         file.into_temp_path()
     }
 
-    fn pattern(len: usize) -> Vec<u8> {
+    /// `len` bytes that differ from their neighbours, so a misplaced byte shows.
+    pub fn pattern(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 

@@ -90,6 +90,14 @@ struct Keyed<T> {
     ended: bool,
 }
 
+impl<T> Keyed<T> {
+    /// None of its requests is in the lists or checked out (followers wait only
+    /// behind one that is).
+    fn idle(&self) -> bool {
+        !self.active && self.early == 0
+    }
+}
+
 /// The fair queue of requests. Not thread-safe by itself: the pool holds it under its lock.
 #[derive(Debug)]
 pub struct FairQueue<T> {
@@ -298,7 +306,7 @@ impl<T> FairQueue<T> {
         let Some(flow) = self.keyed.get_mut(&key) else { return };
         if turn.early {
             flow.early -= 1;
-            if flow.ended && !flow.active && flow.early == 0 {
+            if flow.ended && flow.idle() {
                 self.keyed.remove(&key);
             }
             return;
@@ -313,7 +321,7 @@ impl<T> FairQueue<T> {
         flow.active = false;
         flow.deficit = turn.deficit;
         flow.is_new = turn.is_new && turn.deficit > 0;
-        if flow.ended && flow.early == 0 {
+        if flow.ended && flow.idle() {
             self.keyed.remove(&key);
         }
     }
@@ -321,7 +329,7 @@ impl<T> FairQueue<T> {
     /// Forgets keyed flow `key` (its stream has closed) once no request of it is left.
     pub fn end_key(&mut self, key: u64) {
         match self.keyed.get_mut(&key) {
-            Some(flow) if flow.active || flow.early > 0 => flow.ended = true,
+            Some(flow) if !flow.idle() => flow.ended = true,
             Some(_) => {
                 self.keyed.remove(&key);
             }
@@ -672,9 +680,9 @@ mod tests {
         // Not done in one step: back to the front of its flow's line, charged nothing.
         q.put_back(early, 10);
         assert_eq!(q.len(), 2);
-        q.push(8); // someone else comes
-                   // The head ends: block 2 takes its place with the credit it left (at the
-                   // front of the new list, still on the flow's first quantum).
+        // Someone else comes. Then the head ends: block 2 takes its place with the
+        // credit it left (at the front of the new list, still on the flow's first quantum).
+        q.push(8);
         let (_, turn) = head.into_parts();
         q.end(turn, 4);
         let next = q.pop().unwrap();

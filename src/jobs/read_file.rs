@@ -51,8 +51,7 @@ impl<F: FnOnce(FilledOutcome) + Send + 'static> Job for ReadFileJob<F> {
     }
 
     fn split(&mut self) -> Option<Piece> {
-        let mut part = self.read.split()?;
-        Some(Piece::new(part.len(), move || part.read()))
+        self.read.split().map(crate::parts::Part::into_piece)
     }
 
     fn is_large(&self) -> bool {

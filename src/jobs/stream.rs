@@ -12,7 +12,7 @@ use crate::error::{FsError, ReadError, Syscall};
 
 use crate::job::{CancelFlag, Job, Piece, Step, Wait, Waits};
 use crate::lent::Filled;
-use crate::parts::Parts;
+use crate::parts::{Part, Parts};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};
 
@@ -227,14 +227,19 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
         self.position.is_some() && self.len > self.step_max
     }
 
+    /// The block's buffer: pooled, or the out-of-memory error if none that big is had.
+    fn buffer(&self) -> Result<PooledBytes, ReadError> {
+        let mut buf = PooledBytes::with_capacity(self.len, self.buffers);
+        if buf.vec_mut().capacity() < self.len {
+            return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
+        }
+        Ok(buf)
+    }
+
     /// The block's parts, made (with its buffer) on first use.
     fn parts(&mut self) -> Result<&mut Parts, ReadError> {
         if self.parts.is_none() {
-            let mut buf = PooledBytes::with_capacity(self.len, self.buffers);
-            if buf.vec_mut().capacity() < self.len {
-                return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
-            }
-            self.parts = Some(Parts::at(self.fd, buf, self.position.unwrap_or(0), self.len));
+            self.parts = Some(Parts::at(self.fd, self.buffer()?, self.position.unwrap_or(0), self.len));
         }
         Ok(self.parts.as_mut().expect("made above"))
     }
@@ -260,11 +265,11 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> BlockJo
         if self.blocking.blocks {
             wait_readable(self.fd, self.blocking.cancelled.as_ref())?;
         }
-        let (len, buffers) = (self.len, self.buffers);
-        let buf = self.buf.get_or_insert_with(|| PooledBytes::with_capacity(len, buffers));
-        if buf.vec_mut().capacity() < len {
-            return Err(ReadError::Io(FsError::out_of_memory(Syscall::Read)));
+        if self.buf.is_none() {
+            self.buf = Some(self.buffer()?);
         }
+        let len = self.len;
+        let buf = self.buf.as_mut().expect("made above");
         let filled = buf.vec_mut().len();
         let want = (len - filled).min(self.step_max);
         let at = self.position.map(|p| p + filled as u64);
@@ -294,12 +299,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
         }
         let step_max = self.step_max;
         // An allocation that fails is reported by the next step.
-        let parts = self.parts().ok()?;
-        if parts.unclaimed() <= step_max {
-            return None;
-        }
-        let mut part = parts.claim(step_max)?;
-        Some(Piece::new(part.len(), move || part.read()))
+        self.parts().ok()?.claim_spare(step_max).map(Part::into_piece)
     }
 
     /// A block of more than one chunk is a big read's part, and counts against the
@@ -348,6 +348,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::read::tests::pattern;
 
     /// What a block job delivers: its bytes or error, or `None` if cancelled.
     type Delivered = Option<Result<PooledBytes, ReadError>>;
@@ -367,16 +368,10 @@ mod tests {
         (Box::new(BlockJob::new(f.as_raw_fd(), Some(position), len, step_max, None, None, on_done)), slot)
     }
 
+    /// A file holding `data`, open for reading; its name is gone already.
     fn file_of(name: &str, data: &[u8]) -> std::fs::File {
-        let p = std::env::temp_dir().join(format!("fairfs-block-{}-{name}", std::process::id()));
-        std::fs::write(&p, data).unwrap();
-        let f = std::fs::File::open(&p).unwrap();
-        std::fs::remove_file(&p).unwrap();
-        f
-    }
-
-    fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 13 % 251) as u8).collect()
+        let path = crate::read::tests::temp_file(name, data);
+        std::fs::File::open(&path).unwrap()
     }
 
     #[test]
