@@ -73,6 +73,9 @@ export declare function configure(threads?: number | undefined | null, chunkSize
 /** Forgets flow `flow` once none of its blocks is left. */
 export declare function endFlow(flow: number): void
 
+/** Whether the fast paths are on (`FAIRFS_FAST_PATH=0` turns them off at start). */
+export declare function fastPathEnabled(): boolean
+
 /**
  * `fd`, which a stream of this environment opened, is no longer the stream's to
  * close (`autoClose: false`, or a caller's `fs.close`): teardown leaves it alone.
@@ -144,9 +147,17 @@ export interface PoolStats {
    * when its stream ends or is destroyed).
    */
   streamFlows: number
-  /** Reads served by the fast path, and tries that fell back to the pool. */
+  /**
+   * `readFile`s and `stat`s served by the fast path, and tries that fell back to
+   * the pool.
+   */
   fastPathHits: number
   fastPathMisses: number
+  /**
+   * Calling-thread calls slower than a call answered from memory, each pausing the
+   * fast paths on its mount for a while (`crate::locality`).
+   */
+  fastPathSlowCalls: number
   pool: BufferStats
 }
 
@@ -201,6 +212,12 @@ export declare function realpathPath(path: string | Uint8Array): number
  * byte order, its `UV_DIRENT_*` type byte, its name and a NUL; or the error.
  */
 export declare function scandirPath(path: string | Uint8Array): number
+
+/**
+ * Turns the calling-thread fast paths on or off for the whole process, worker_threads
+ * included (`configure({ fastPath })`; [`crate::cached::set_enabled`]).
+ */
+export declare function setFastPath(on: boolean): void
 
 /**
  * Sets the largest result this environment's reads may produce (the JS layer

@@ -18,6 +18,15 @@ const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
 const metadata = require('./metadata')
 
+// The fast paths are on or off for the whole process (worker_threads included), so
+// this thread's setting is the addon's: configure({ fastPath }) sets it there, and
+// FAIRFS_FAST_PATH=0 in the environment turns it off from the start.
+Object.defineProperty(current, 'fastPath', {
+  get: () => native.fastPathEnabled(),
+  set: (on) => native.setFastPath(on),
+  enumerable: true,
+})
+
 /** The metadata calls: on the pool where the addon answers them, else node:fs's own. */
 const meta = metadata.supported ? metadata : metadata.node
 

@@ -22,7 +22,8 @@ const kFastPathMax = 64 * 1024
 const current = {
   /** Blocks a read stream reads ahead unless its options say otherwise. */
   readAhead: 4,
-  /** Small cached files are read on the calling thread (src/cached.rs). */
+  /** Small cached files are read on the calling thread (src/cached.rs); for the whole
+   *  process on the native backend (lib/native-api.js makes this the addon's). */
   fastPath: true,
   /** The largest result; ERR_FS_FILE_TOO_LARGE past it. */
   maxLength: MAX_LENGTH,

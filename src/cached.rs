@@ -1,21 +1,28 @@
-//! The cache-hit fast path: a whole small read on the calling thread, done only when
-//! it cannot block.
+//! The cache-hit fast paths: small reads, stats and a stream's open, first read and
+//! close on the calling thread, done only where nothing can wait.
 //!
 //! A small read through the pool costs two thread hand-offs, far more than its four
 //! syscalls when the file is in the page cache. Here the caller does them itself:
-//! `openat2(RESOLVE_CACHED)`, `fstat`, `preadv2(RWF_NOWAIT)`, `close`. The lookup and
-//! the read fail with `EAGAIN` instead of waiting for the disk, so a cold file never
-//! stalls the caller; any failure, short read or regular file that is not small is a
-//! [`Cached::Miss`], and the caller goes through the pool, which gives the real
-//! result or error. Anything else it opened (a FIFO, a device) is handed to the pool
-//! as it is ([`Cached::Opened`]): closing it could kill a FIFO's waiting writer
-//! (SIGPIPE), and opening a device twice may not be harmless.
+//! `openat2(O_PATH, RESOLVE_CACHED)` to look without opening, then, for a regular
+//! file on a local mount, `open`, `fstat`, `preadv2(RWF_NOWAIT)`, `close`. The lookup
+//! and the read fail with `EAGAIN` instead of waiting for the disk, so a cold file
+//! never stalls the caller; any failure, short read or regular file that is not
+//! small is a [`Cached::Miss`], and the caller goes through the pool, which gives the
+//! real result or error.
+//!
+//! **Only on local mounts.** FUSE, NFS, CIFS and 9p answer an open, a stat, even a
+//! `statfs`, through a daemon or a server, which the calling thread must never wait
+//! for. [`crate::locality`] says whether a file's mount is local without asking its
+//! file system, and times the calls made here, pausing a mount whose calls are slow
+//! anyway. FIFOs, devices and sockets are never opened here: the look says what the
+//! file is before anything is opened.
 //!
 //! Only Linux has such calls. Elsewhere, and with `--cfg fairfs_portable`, every
-//! call is a miss and every read goes through the pool.
+//! call is a miss and every read goes through the pool. `configure({ fastPath })`
+//! and `FAIRFS_FAST_PATH=0` turn them all off for the whole process ([`set_enabled`]).
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 use crate::sys;
@@ -52,29 +59,72 @@ fn open_unless_lacking(
 /// The fast path for `stat` (`follow`) and `lstat`: the `fs.Stats` fields of `path`
 /// if they can be had without blocking, else `None` and the caller asks the pool. The
 /// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
-/// disk or a revalidation; `statx` of that fd then reads the inode in memory, on the
-/// local file systems `sys::is_local_fs` names. Errors (a missing file
-/// included) go to the pool, which reports them as node:fs does.
+/// disk or a revalidation; `statx` of that fd then reads the inode in memory, on a
+/// local mount ([`crate::locality`]). Errors (a missing file included) go to the
+/// pool, which reports them as node:fs does.
 #[cfg(unix)]
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    {
-        let flags = libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW };
-        let fd = open_unless_lacking(&KERNEL_LACKS_OPENAT2, || sys::open_cached(path, flags))?;
-        let slots = if sys::is_local_fs(fd) { sys::stat(sys::Target::Fd(fd)).ok() } else { None };
-        let _ = sys::close(fd);
+    let slots = (|| {
+        if !enabled() {
+            return None;
+        }
+        let probe = look(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW })?;
+        let slots = on_local(probe, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
+        // An O_PATH fd has no file operations: closing it never reaches the file system.
+        let _ = sys::close(probe);
         slots
-    }
+    })();
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
-    {
+    let slots = {
         let _ = (path, follow);
         None
+    };
+    count(slots.is_some());
+    slots
+}
+
+/// Whether the fast paths may run: `configure({ fastPath })` sets it for the whole
+/// process (worker_threads included); `FAIRFS_FAST_PATH=0` in the environment turns
+/// them off from the start.
+pub fn enabled() -> bool {
+    match ENABLED.load(Ordering::Relaxed) {
+        UNREAD => {
+            let on = !matches!(std::env::var("FAIRFS_FAST_PATH").as_deref(), Ok("0" | "false"));
+            let _ = ENABLED.compare_exchange(UNREAD, if on { ON } else { OFF }, Ordering::Relaxed, Ordering::Relaxed);
+            ENABLED.load(Ordering::Relaxed) == ON
+        }
+        state => state == ON,
     }
 }
 
-/// Hits and misses of the fast path, process-wide.
+/// Turns the fast paths on or off for the whole process.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(if on { ON } else { OFF }, Ordering::Relaxed);
+}
+
+const UNREAD: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+static ENABLED: AtomicU8 = AtomicU8::new(UNREAD);
+
+/// Calling-thread calls that took longer than a call answered from memory can, each
+/// pausing the fast paths on its mount for a while ([`crate::locality`]).
+pub fn slow_calls() -> u64 {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return crate::locality::SLOW_CALLS.load(Ordering::Relaxed);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    0
+}
+
+/// Hits and misses of the `readFile` and `stat` fast paths, process-wide.
 pub static HITS: AtomicU64 = AtomicU64::new(0);
 pub static MISSES: AtomicU64 = AtomicU64::new(0);
+
+fn count(hit: bool) {
+    let counter = if hit { &HITS } else { &MISSES };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Cached {
@@ -82,17 +132,17 @@ pub enum Cached {
     Hit(Vec<u8>),
     /// Not served here; read it through the pool.
     Miss,
-    /// Opened here (with `O_NONBLOCK`), but not a regular file: the pool must read
-    /// this fd and close it.
+    /// Opened here (with `O_NONBLOCK`), but no longer a regular file: the path was
+    /// replaced by a FIFO or a device between the look and the open. The pool must
+    /// read this fd and close it.
     Opened(crate::sys::Fd),
 }
 
 /// Reads `path` (opened with `flags`, which must not create or truncate) if it is a
 /// regular file of 1..=`max_size` bytes whose lookup and data are cached.
 pub fn try_read(path: &CStr, flags: i32, max_size: usize) -> Cached {
-    let result = attempt(path, flags, max_size);
-    let counter = if matches!(result, Cached::Hit(_)) { &HITS } else { &MISSES };
-    counter.fetch_add(1, Ordering::Relaxed);
+    let result = if enabled() { attempt(path, flags, max_size) } else { Cached::Miss };
+    count(matches!(result, Cached::Hit(_)));
     result
 }
 
@@ -108,14 +158,29 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     if !only_reads(flags) {
         return Cached::Miss;
     }
-    // O_NONBLOCK: opening a FIFO must not wait for a writer here (the files we
-    // read are regular, where it changes nothing); O_NOCTTY: a tty must not become
-    // the controlling terminal.
-    if !on_local_fs(path) {
-        return Cached::Miss;
-    }
-    let open = || sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY);
-    let Some(fd) = open_unless_lacking(&KERNEL_LACKS_OPENAT2, open) else { return Cached::Miss };
+    let Some(probe) = look(path, libc::O_PATH) else { return Cached::Miss };
+    let result = on_local(probe, || {
+        // What the file is, before anything is opened: a FIFO, device or socket is the
+        // pool's to open, and a big file would miss anyway.
+        let st = sys::fstat(probe).ok()?;
+        if !st.is_regular || st.size == 0 || st.size > max_size as u64 {
+            return None;
+        }
+        // O_NONBLOCK: should the path have become a FIFO since the look, the open must
+        // not wait for a writer; a leased file answers EAGAIN, a miss (the pool waits
+        // for the lease as node:fs does). O_NOCTTY: a tty never becomes the
+        // controlling terminal.
+        let fd = sys::open_cached(path, flags | libc::O_NONBLOCK | libc::O_NOCTTY).ok()?;
+        Some(read_whole(fd, max_size))
+    })
+    .flatten();
+    let _ = sys::close(probe);
+    result.unwrap_or(Cached::Miss)
+}
+
+/// The rest of [`attempt`], on the fd it opened: the whole file, or a miss.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn read_whole(fd: crate::sys::Fd, max_size: usize) -> Cached {
     let st = match sys::fstat(fd) {
         Ok(st) if !st.is_regular => return Cached::Opened(fd),
         Ok(st) => st,
@@ -138,16 +203,19 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
     result.map_or(Cached::Miss, Cached::Hit)
 }
 
-/// Whether `path`'s lookup is cached and it lies on a local file system
-/// (`sys::is_local_fs`), found with `O_PATH`, which opens nothing: FUSE and NFS answer
-/// an open by asking a process or a server, which the calling thread must not wait for.
+/// Looks `path` up with `O_PATH` (plus `flags`), which opens nothing, if the lookup
+/// is cached: the fd to ask what the file is and where it lies.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-fn on_local_fs(path: &CStr) -> bool {
-    let look = || sys::open_cached(path, libc::O_PATH);
-    let Some(probe) = open_unless_lacking(&KERNEL_LACKS_OPENAT2, look) else { return false };
-    let local = sys::is_local_fs(probe);
-    let _ = sys::close(probe);
-    local
+fn look(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
+    open_unless_lacking(&KERNEL_LACKS_OPENAT2, || sys::open_cached(path, flags))
+}
+
+/// Runs `calls` on this thread if `fd` lies on a local mount the guard allows, timing
+/// them ([`crate::locality`]); `None` otherwise.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn on_local<T>(fd: crate::sys::Fd, calls: impl FnOnce() -> T) -> Option<T> {
+    let mount = crate::locality::local_mount(fd)?;
+    Some(crate::locality::timed(mount, calls))
 }
 
 #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
@@ -167,30 +235,31 @@ fn attempt(_path: &CStr, _flags: i32, _max_size: usize) -> Cached {
 pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     {
-        if !only_reads(flags) {
+        if !enabled() || !only_reads(flags) {
             return None;
         }
         let nonblocking = sys::nonblocking_open_flags(flags)?;
-        let look = || sys::open_cached(path, libc::O_PATH);
-        let probe = open_unless_lacking(&KERNEL_LACKS_OPENAT2, look)?;
-        // FUSE and NFS answer an open by asking a process or a server.
-        let regular = sys::fstat(probe).is_ok_and(|st| st.is_regular) && sys::is_local_fs(probe);
-        let _ = sys::close(probe);
-        if !regular {
-            return None;
-        }
-        let fd = sys::open_cached(path, nonblocking | libc::O_NOCTTY).ok()?;
-        match sys::fstat(fd) {
-            Ok(st) if !st.is_regular => {
-                let _ = sys::set_blocking(fd);
-            }
-            Ok(_) => {}
-            Err(_) => {
-                let _ = sys::close(fd);
+        let probe = look(path, libc::O_PATH)?;
+        let fd = on_local(probe, || {
+            if !sys::fstat(probe).is_ok_and(|st| st.is_regular) {
                 return None;
             }
-        }
-        Some(fd)
+            let fd = sys::open_cached(path, nonblocking | libc::O_NOCTTY).ok()?;
+            match sys::fstat(fd) {
+                Ok(st) if !st.is_regular => {
+                    let _ = sys::set_blocking(fd);
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = sys::close(fd);
+                    return None;
+                }
+            }
+            Some(fd)
+        })
+        .flatten();
+        let _ = sys::close(probe);
+        fd
     }
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
@@ -200,12 +269,13 @@ pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
 }
 
 /// Reads into `buf` at `position` of `fd` on the calling thread if the data is in the
-/// page cache (`preadv2(RWF_NOWAIT)`): the bytes read, which may be fewer than asked
-/// (the end of the file, or only part cached); `None` where it would wait, fails, or
-/// the OS has no such read. Then the pool reads it and reports any error.
+/// page cache (`preadv2(RWF_NOWAIT)`) and `fd` is on a local mount (FUSE asks its
+/// daemon for the size first): the bytes read, which may be fewer than asked (the end
+/// of the file, or only part cached); `None` where it would wait, fails, or the OS has
+/// no such read. Then the pool reads it and reports any error.
 pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usize> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    return sys::read_nowait_at(fd, buf, position).ok();
+    return on_local(fd, || sys::read_nowait_at(fd, buf, position).ok()).flatten();
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
         let _ = (fd, buf, position);
@@ -220,8 +290,7 @@ pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usiz
 pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     {
-        let quick = sys::link_count(fd).is_some_and(|links| links > 0) && sys::is_local_fs(fd);
-        quick.then(|| sys::close(fd))
+        on_local(fd, || sys::link_count(fd).is_some_and(|links| links > 0).then(|| sys::close(fd))).flatten()
     }
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
@@ -252,23 +321,19 @@ mod tests {
             Cached::Opened(_) => panic!("a regular file is never handed over"),
         }
         assert_eq!(try_read(&c(&small), libc::O_RDONLY, 4), Cached::Miss, "over max_size");
-        match try_read(&c(&dir), libc::O_RDONLY, 1024) {
-            Cached::Opened(fd) => sys::close(fd).unwrap(), // a directory: the pool reports EISDIR
-            other => assert_eq!(other, Cached::Miss, "a directory"),
-        }
+        assert_eq!(try_read(&c(&dir), libc::O_RDONLY, 1024), Cached::Miss, "a directory: the pool reports EISDIR");
         assert_eq!(try_read(&c(&dir.join("missing")), libc::O_RDONLY, 1024), Cached::Miss);
         assert_eq!(try_read(c"/proc/self/status", libc::O_RDONLY, 1 << 20), Cached::Miss, "size 0");
         assert_eq!(try_read(&c(&small), libc::O_RDWR, 1024), Cached::Miss, "writable flags");
         let empty = dir.join("empty");
         std::fs::write(&empty, b"").unwrap();
         assert_eq!(try_read(&c(&empty), libc::O_RDONLY, 1024), Cached::Miss);
-        // A FIFO without a writer: handed over at once, not waited for, not closed.
+        // A FIFO or a device is never opened here: the pool opens it.
         let fifo = dir.join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-        match try_read(&c(&fifo), libc::O_RDONLY, 1024) {
-            Cached::Opened(fd) => sys::close(fd).unwrap(),
-            other => assert!(sys::open_cached(&c(&fifo), libc::O_RDONLY | libc::O_NONBLOCK).is_err(), "{other:?}"),
-        }
+        assert_eq!(try_read(&c(&fifo), libc::O_RDONLY, 1024), Cached::Miss, "a FIFO");
+        assert_eq!(try_read(c"/dev/null", libc::O_RDONLY, 1024), Cached::Miss, "a device");
+        assert_eq!(try_read(c"/proc/self/status", libc::O_RDONLY, 1 << 20), Cached::Miss, "procfs is not local");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

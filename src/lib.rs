@@ -3,7 +3,8 @@
 //! The core is plain Rust and knows nothing of Node:
 //!
 //! * [`read`]: node:fs's `readFile` algorithm as a state machine, one chunk per step;
-//! * [`cached`]: the fast path that reads small cached files on the calling thread;
+//! * [`cached`]: the fast path that reads small cached files on the calling thread,
+//!   on mounts `locality` (Linux) knows to be local;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
 //! * [`job`]: the contract between the pool and the work it runs;
@@ -14,6 +15,7 @@
 //! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
 //! * [`jobs`]: the work the pool runs: whole-file reads, a stream's open, block and
 //!   close, `readFiles` batches (small results packed into shared slabs);
+//! * [`closer`]: closes that may wait on storage, moved off the calling thread;
 //! * [`error`]: OS errors as node:fs reports them (libuv's error numbers);
 //! * `sys`: the OS calls, through libc on unix and std on Windows.
 //!
@@ -22,12 +24,15 @@
 
 pub mod buffer_pool;
 pub mod cached;
+pub mod closer;
 pub mod error;
 pub mod external_memory;
 pub mod free_later;
 pub mod job;
 pub mod jobs;
 pub mod lent;
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+mod locality;
 mod loom;
 pub mod parts;
 pub mod policy;

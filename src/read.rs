@@ -422,11 +422,10 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
         Source::Path { path, flags, mode } => {
             #[cfg(feature = "test-hooks")]
             panic_for_test(path);
-            // Never wait in open(2) (a FIFO with no writer): see nonblocking_open_flags.
-            match sys::nonblocking_open_flags(*flags) {
-                Some(nonblocking) => (sys::open(path, nonblocking, *mode)?, true, true),
-                None => (sys::open(path, *flags, *mode)?, true, false),
-            }
+            // Never wait in open(2) for a FIFO's writer, but wait for a lease as
+            // node:fs does: see sys::open_for_read.
+            let (fd, nonblocking) = sys::open_for_read(path, *flags, *mode)?;
+            (fd, true, nonblocking)
         }
         Source::Fd(fd) => (*fd, false, false),
         Source::Opened(fd) => (*fd, true, true),

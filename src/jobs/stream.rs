@@ -31,8 +31,13 @@ impl OpenedFd {
 }
 
 impl Drop for OpenedFd {
+    /// Unclaimed (its stream destroyed, its environment gone), it may be dropped on
+    /// the JS thread: the close goes to a closer thread ([`crate::closer`]).
     fn drop(&mut self) {
-        let _ = sys::close(self.0);
+        let fd = self.0;
+        crate::closer::later(move || {
+            let _ = sys::close(fd);
+        });
     }
 }
 
@@ -115,11 +120,13 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> OpenJob<D>
             sys::set_blocking(fd.0)?;
             return Ok(true);
         }
-        let Some(nonblocking) = sys::nonblocking_open_flags(self.flags) else {
-            self.fd = Some(open(&self.path, self.flags, self.mode)?);
+        // Never waits for a FIFO's writer here; waits for a lease as node:fs does.
+        let (fd, nonblocking) = sys::open_for_read(&self.path, self.flags, self.mode)?;
+        let fd = OpenedFd(fd);
+        if !nonblocking {
+            self.fd = Some(fd);
             return Ok(true);
-        };
-        let fd = open(&self.path, nonblocking, self.mode)?;
+        }
         let st = sys::fstat(fd.0)?;
         if st.is_fifo {
             self.fd = Some(fd);
@@ -467,10 +474,15 @@ mod tests {
         assert!(read(fd, None, 100, None).unwrap().is_empty());
         close(fd).unwrap();
         assert_eq!(read(fd, None, 1, None), Err(ReadError::Io(FsError::new(libc::EBADF, Syscall::Read))));
-        // Dropping an OpenedFd closes it (checked by path: fd numbers get reused).
+        // Dropping an OpenedFd closes it, on a closer thread (checked by path: fd
+        // numbers get reused).
         let dropped = open(&path, libc::O_RDONLY, 0).unwrap();
         assert_eq!(crate::read::tests::fds_open_on(&p), 1);
         drop(dropped);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while crate::read::tests::fds_open_on(&p) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(crate::read::tests::fds_open_on(&p), 0);
         std::fs::remove_file(p).unwrap();
     }

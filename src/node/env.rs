@@ -179,9 +179,13 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
         for &flow in &st.flows {
             global().end_flow(flow);
         }
-        for &fd in &st.fds {
-            let _ = stream::close(fd);
-        }
+        // A close may wait on storage (a FUSE daemon's FLUSH): not on this thread.
+        let fds: Vec<crate::Fd> = st.fds.iter().copied().collect();
+        crate::closer::later(move || {
+            for fd in fds {
+                let _ = stream::close(fd);
+            }
+        });
         // Its Buffers are freed after this: wait for a read still writing into one
         // (one step, at most a chunk: only sized regular files are lent memory).
         ctx.value.lent_writes.wait_for_none();

@@ -352,6 +352,19 @@ pub fn configure(
     }
 }
 
+/// Turns the calling-thread fast paths on or off for the whole process, worker_threads
+/// included (`configure({ fastPath })`; [`crate::cached::set_enabled`]).
+#[napi]
+pub fn set_fast_path(on: bool) {
+    crate::cached::set_enabled(on);
+}
+
+/// Whether the fast paths are on (`FAIRFS_FAST_PATH=0` turns them off at start).
+#[napi]
+pub fn fast_path_enabled() -> bool {
+    crate::cached::enabled()
+}
+
 /// `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the
 /// `fs.Stats` fields, or a BigInt64Array if `bigint`.
 #[cfg(unix)]

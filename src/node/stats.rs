@@ -40,9 +40,13 @@ pub struct PoolStats {
     /// Read streams whose blocks the fair queue keeps as one flow (each is forgotten
     /// when its stream ends or is destroyed).
     pub stream_flows: u32,
-    /// Reads served by the fast path, and tries that fell back to the pool.
+    /// `readFile`s and `stat`s served by the fast path, and tries that fell back to
+    /// the pool.
     pub fast_path_hits: f64,
     pub fast_path_misses: f64,
+    /// Calling-thread calls slower than a call answered from memory, each pausing the
+    /// fast paths on its mount for a while (`crate::locality`).
+    pub fast_path_slow_calls: f64,
     pub pool: BufferStats,
 }
 
@@ -93,6 +97,7 @@ pub fn stats() -> PoolStats {
         stream_flows: s.stream_flows as u32,
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
+        fast_path_slow_calls: crate::cached::slow_calls() as f64,
         pool: {
             let buffers = buffer_pool::global();
             let b = buffers.stats();

@@ -244,8 +244,14 @@ impl Pool {
             self.shared.work_ready.notify_all();
         }
         self.shared.cancelled.fetch_add(now.len() as u64, Ordering::Relaxed);
-        for entry in now {
-            entry.job.cancel();
+        // Cancelling frees the job's file, and a close may wait on storage (a FUSE
+        // daemon's FLUSH): never on the caller's thread, which is the event loop.
+        if !now.is_empty() {
+            crate::closer::later(move || {
+                for entry in now {
+                    entry.job.cancel();
+                }
+            });
         }
         n
     }

@@ -34,20 +34,36 @@ pub fn open_cached(path: &CStr, flags: i32) -> Result<Fd, FsError> {
     Ok(fd as Fd)
 }
 
-/// Whether `fd` is on a local file system whose `statx` reads the inode in memory
-/// (ext2/3/4, XFS, Btrfs, F2FS, tmpfs, ramfs, overlayfs). NFS, CIFS and FUSE may ask a
-/// server or a process, so they are not: a stat there goes to the pool.
-pub fn is_local_fs(fd: Fd) -> bool {
-    const LOCAL: [u32; 8] =
-        [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010, 0x0102_1994, 0x8584_58F6, 0x794C_7630, 0xEF51];
-    let mut sf = MaybeUninit::<libc::statfs>::uninit();
-    // SAFETY: `sf` is writable memory of statfs's size; fstatfs only writes into it.
-    if unsafe { libc::fstatfs(fd, sf.as_mut_ptr()) } < 0 {
-        return false;
+/// The id of the mount `fd` lies on, as `/proc/self/mountinfo` numbers mounts, asked
+/// in a way no file system answers by calling out: `statx` for nothing but
+/// `STATX_MNT_ID`, with `AT_STATX_DONT_SYNC`. FUSE, NFS, CIFS and Ceph then answer
+/// from the inode in memory; a few file systems (9p, OrangeFS, cluster file systems)
+/// ask their server in any case, and where such a mount exists the caller uses
+/// [`mount_id_from_fdinfo`] instead ([`crate::locality`]). `None` before Linux 5.8.
+pub fn mount_id(fd: Fd) -> Option<u64> {
+    let mut sx = MaybeUninit::<libc::statx>::zeroed();
+    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
+    // SAFETY: the path is an empty NUL-terminated string and `sx` is writable memory of
+    // statx's size; the kernel only reads the path and writes `sx`.
+    let r = unsafe { libc::syscall(libc::SYS_statx, fd, c"".as_ptr(), flags, libc::STATX_MNT_ID, sx.as_mut_ptr()) };
+    if r < 0 {
+        return None;
     }
-    // SAFETY: fstatfs returned 0, so it filled `sf`.
-    let kind = unsafe { sf.assume_init() }.f_type as u64 as u32;
-    LOCAL.contains(&kind)
+    // SAFETY: statx returned 0, so it filled `sx` (and it was zeroed before).
+    let sx = unsafe { sx.assume_init() };
+    (sx.stx_mask & libc::STATX_MNT_ID != 0).then_some(sx.stx_mnt_id)
+}
+
+/// [`mount_id`] read from `/proc/self/fdinfo/<fd>`, which the VFS writes without
+/// asking the file system anything at all: safe on every mount, about 1.5 µs
+/// against 0.2 for `statx`.
+pub fn mount_id_from_fdinfo(fd: Fd) -> Option<u64> {
+    use std::io::Read;
+    let mut text = [0u8; 256];
+    let mut file = std::fs::File::open(format!("/proc/self/fdinfo/{fd}")).ok()?;
+    let n = file.read(&mut text).ok()?;
+    let text = std::str::from_utf8(&text[..n]).ok()?;
+    text.lines().find_map(|line| line.strip_prefix("mnt_id:")).and_then(|id| id.trim().parse().ok())
 }
 
 /// How many names `fd`'s file has (0 once it is unlinked), or `None` if `fstat` fails.

@@ -106,6 +106,21 @@ pub fn nonblocking_open_flags(flags: i32) -> Option<i32> {
     }
 }
 
+/// Opens `path` for reading as [`nonblocking_open_flags`] says, without waiting in
+/// `open(2)` where that applies: the fd, and whether it is non-blocking. A regular
+/// file under another process's write lease (Samba's oplocks, NFSv4 delegations kept
+/// by a local server) answers a non-blocking open with `EWOULDBLOCK` while the lease
+/// holder is told to give it up; node:fs's open waits for that, and so does this one,
+/// opening again without `O_NONBLOCK`. (A FIFO never answers so: its non-blocking
+/// read open succeeds at once.)
+pub fn open_for_read(path: &CStr, flags: i32, mode: u32) -> Result<(Fd, bool), FsError> {
+    let Some(nonblocking) = nonblocking_open_flags(flags) else { return Ok((open(path, flags, mode)?, false)) };
+    match open(path, nonblocking, mode) {
+        Err(e) if is_would_block(&e) => Ok((open(path, flags, mode)?, false)),
+        opened => Ok((opened?, true)),
+    }
+}
+
 /// Clears `O_NONBLOCK` on an fd we opened with it.
 pub fn set_blocking(fd: Fd) -> Result<(), FsError> {
     #[cfg(all(unix, not(fairfs_portable)))]
@@ -178,7 +193,7 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
 /// `open_cached` and `read_nowait`: the cache-hit fast path ([`crate::cached`]),
 /// which exists only where they do.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-pub use linux::{is_local_fs, link_count, open_cached, read_nowait, read_nowait_at};
+pub use linux::{link_count, mount_id, mount_id_from_fdinfo, open_cached, read_nowait, read_nowait_at};
 
 /// Asks the kernel to back `mem` with transparent huge pages where it can (advice
 /// only; a no-op where there is no such advice).

@@ -1,0 +1,101 @@
+//! The guard for what no mount table can see: an on-access scanner answering
+//! fanotify permission events, IMA measuring a file on open, a journal stall, a local
+//! file system on a network block device. A calling-thread call on a mount that takes
+//! longer than [`SLOW`] turns the fast paths off for that mount, for one second after
+//! the first such call and twice as long after each further one (up to a minute); the
+//! first quick call after a pause forgets the mount. A slow system so costs one slow
+//! call per pause, not one per request, and a one-off (the JS thread preempted in the
+//! middle of a call) costs one second of pool trips.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Longer than any call answered from memory takes, even on a busy machine; far
+/// shorter than a round trip to a daemon or a disk under load.
+pub const SLOW: Duration = Duration::from_millis(1);
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(60);
+
+/// Calling-thread calls found slow, process-wide (`stats().fastPathSlowCalls`).
+pub static SLOW_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// The mounts found slow, each with its count of slow calls in a row and the end of
+/// its pause. Rarely anything: [`WATCHED`] lets the fast paths skip the lock then.
+static PAUSED: Mutex<Option<HashMap<u64, Pause>>> = Mutex::new(None);
+static WATCHED: AtomicUsize = AtomicUsize::new(0);
+
+struct Pause {
+    strikes: u32,
+    until: Instant,
+}
+
+/// Whether the fast paths may use `mount` now.
+pub fn allows(mount: u64) -> bool {
+    if WATCHED.load(Ordering::Relaxed) == 0 {
+        return true;
+    }
+    let paused = PAUSED.lock().unwrap_or_else(|e| e.into_inner());
+    paused.as_ref().and_then(|p| p.get(&mount)).map_or(true, |p| p.until <= Instant::now())
+}
+
+/// Runs `calls` (calling-thread calls on a file of `mount`) and notes how long they took.
+pub fn timed<T>(mount: u64, calls: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let result = calls();
+    note(mount, start.elapsed(), Instant::now());
+    result
+}
+
+fn note(mount: u64, took: Duration, now: Instant) {
+    if took <= SLOW && WATCHED.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut guard = PAUSED.lock().unwrap_or_else(|e| e.into_inner());
+    let paused = guard.get_or_insert_with(HashMap::new);
+    if took > SLOW {
+        SLOW_CALLS.fetch_add(1, Ordering::Relaxed);
+        let pause = paused.entry(mount).or_insert(Pause { strikes: 0, until: now });
+        pause.strikes += 1;
+        let length = FIRST_PAUSE.saturating_mul(1 << (pause.strikes - 1).min(6)).min(LONGEST_PAUSE);
+        pause.until = now + length;
+    } else if paused.get(&mount).is_some_and(|p| p.until <= now) {
+        paused.remove(&mount);
+    }
+    WATCHED.store(paused.len(), Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_call_pauses_its_mount_longer_each_time_and_a_quick_one_after_the_pause_forgets_it() {
+        // Mount ids far from any real one, as other tests share these statics.
+        let (m, other) = (u64::MAX - 7, u64::MAX - 8);
+        let now = Instant::now();
+        let before = SLOW_CALLS.load(Ordering::Relaxed);
+        note(m, Duration::from_micros(50), now);
+        assert!(allows(m), "quick calls change nothing");
+        note(m, Duration::from_millis(30), now);
+        assert!(!allows(m), "paused after a slow call");
+        assert!(allows(other), "only that mount");
+        assert!(SLOW_CALLS.load(Ordering::Relaxed) > before);
+        let until = |m| PAUSED.lock().unwrap().as_ref().unwrap()[&m].until;
+        assert_eq!(until(m), now + FIRST_PAUSE);
+        note(m, Duration::from_millis(30), now);
+        assert_eq!(until(m), now + 2 * FIRST_PAUSE, "twice as long after a second slow call");
+        for _ in 0..10 {
+            note(m, Duration::from_millis(30), now);
+        }
+        assert_eq!(until(m), now + LONGEST_PAUSE, "capped");
+        // A quick call during the pause (one that started before it) keeps the pause;
+        // after it, the mount is forgotten.
+        note(m, Duration::from_micros(50), now);
+        assert!(!allows(m));
+        note(m, Duration::from_micros(50), now + LONGEST_PAUSE);
+        assert!(PAUSED.lock().unwrap().as_ref().unwrap().get(&m).is_none());
+        assert!(allows(m));
+    }
+}

@@ -1,0 +1,64 @@
+//! Whether a file is on a local mount, decided without asking its file system.
+//!
+//! The calling-thread fast paths ([`crate::cached`]) may only touch files whose every
+//! call is answered from memory. Asking a file system whether it is local is itself a
+//! call into it: `fstatfs` on FUSE asks the daemon, on NFS, CIFS or 9p the server, and
+//! a hung server would then freeze the event loop on a name the kernel had cached. So
+//! the file's mount is found by its id, which the VFS knows without the file system
+//! ([`crate::sys::mount_id`]), and looked up in a table of the mounts read from
+//! `/proc/self/mountinfo` ([`table`]) and kept current by a thread of its own
+//! ([`watch`]). What no table can see (a scanner answering fanotify, a stalled
+//! journal) is caught by timing the calls ([`guard`]).
+//!
+//! Linux only, like the fast paths themselves.
+
+mod guard;
+mod table;
+mod watch;
+
+pub use guard::{timed, SLOW_CALLS};
+
+use crate::sys::{self, Fd};
+use table::Probe;
+
+/// The id of `fd`'s mount if that mount is local and not paused by the guard: the
+/// calling thread may then make the fast path's calls on the file, through [`timed`].
+/// `None` for anything else, and where the mounts are unknown or changing.
+pub fn local_mount(fd: Fd) -> Option<u64> {
+    let table = watch::current()?;
+    let mount = match table.probe {
+        Probe::Statx => sys::mount_id(fd),
+        Probe::FdInfo => sys::mount_id_from_fdinfo(fd),
+    }?;
+    (table.is_local(mount) && guard::allows(mount)).then_some(mount)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn files_on_this_machines_disk_and_tmpfs_are_local_and_proc_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        let on_tmp = local_mount(file.as_raw_fd());
+        let in_memory = std::fs::File::open("/dev/shm").ok();
+        let proc_file = std::fs::File::open("/proc/self/status").unwrap();
+        assert_eq!(local_mount(proc_file.as_raw_fd()), None, "procfs is not a local file system");
+        // The fdinfo probe and the statx probe agree on the id.
+        let id = sys::mount_id(file.as_raw_fd());
+        if id.is_none() {
+            return; // before Linux 5.8: no mount ids, no fast paths
+        }
+        assert_eq!(sys::mount_id_from_fdinfo(file.as_raw_fd()), id);
+        let kind = std::process::Command::new("stat").args(["-f", "-c", "%T"]).arg(dir.path()).output().unwrap();
+        let kind = String::from_utf8_lossy(&kind.stdout).trim().to_owned();
+        if ["ext2/ext3", "xfs", "btrfs", "tmpfs", "f2fs"].contains(&kind.as_str()) {
+            assert_eq!(on_tmp, id, "the temp dir is on {kind}");
+        }
+        if let Some(shm) = in_memory {
+            assert!(local_mount(shm.as_raw_fd()).is_some(), "/dev/shm is tmpfs");
+        }
+    }
+}
