@@ -112,10 +112,12 @@ export interface ConfigureOptions {
   /** Largest result from a source of unknown size (a pipe, FIFO, device, /proc file) on this thread, 0..MAX_LENGTH (default 2 GiB - 1, every Node line). */
   maxUnsizedLength?: number
   /**
-   * On local file systems (not NFS or FUSE), read small, fully cached files on the calling
-   * thread without blocking, open a stream's cached regular file, read its first block (up
-   * to 64 KiB) and close it there too, and answer cached `stat`/`lstat` calls there
-   * (default true; Linux 5.12+).
+   * On local file systems (ext4, XFS, Btrfs, F2FS, tmpfs, and overlayfs over them; never
+   * NFS, SMB, 9p or FUSE), read small, fully cached files on the calling thread without
+   * blocking, open a stream's cached regular file, read its first block (up to 64 KiB)
+   * and close it there too, and answer cached `stat`/`lstat` calls there (default true;
+   * Linux 5.12+). For the whole process, worker_threads included; `FAIRFS_FAST_PATH=0`
+   * in the environment turns it off from the start.
    */
   fastPath?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
@@ -133,9 +135,14 @@ export interface NativeStats {
   threads: number
   queued: number
   active: number
+  /** Requests the pool delivered an outcome for (a result or an error): reads, a stream's
+   *  opens, blocks and closes, and metadata calls (stat, lstat, access, realpath, readdir)
+   *  it answered. What the fast path answers on the calling thread is not counted here. */
   completed: number
   cancelled: number
   bytesRead: number
+  /** Chunks of file data the pool read: each chunk of a read (the last one even if it
+   *  found only the end). Metadata calls and closes read no file data and count none. */
   chunksRead: number
   chunkSize: number
   nice: number
@@ -173,8 +180,12 @@ export interface NativeStats {
   maxLength: number
   maxUnsizedLength: number
   fastPath: boolean
+  /** `readFile`s and `stat`/`lstat`s the fast path served on the calling thread, and tries that went to the pool. */
   fastPathHits: number
   fastPathMisses: number
+  /** Calling-thread calls that took over 1 ms (an on-access scanner, a stalled disk): each
+   *  turns the fast paths off on that mount for a while (1 s, doubling up to a minute). */
+  fastPathSlowCalls: number
   /** The buffer pool. `untoldBytes`: pooled memory lent to this thread's Buffers that
    *  V8 does not count now, because the pool still has stock (V8 is told once the
    *  pool runs short, so that it collects them). `abandonedBytes`: pooled memory given
@@ -208,7 +219,7 @@ export type Stats = NativeStats | NodeStats
 
 export function stats(): Stats
 
-/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access`, `fs.readdir`, `fs.realpath.native`, their `fs.promises` forms and FileHandle's `readFile`, `createReadStream` and `stat`. Idempotent. Does nothing on the node backend. */
+/** Patches `fs.readFile`, `fs.createReadStream`, `fs.stat`, `fs.lstat`, `fs.access`, `fs.readdir`, `fs.realpath.native`, their `fs.promises` forms and FileHandle's `readFile`, `createReadStream` and `stat`; on Node 20 and 22 callback `fs.realpath` too (Node 24's walk, which does not read node:fs's shared stat array). Idempotent. Does nothing on the node backend. */
 export function install(): void
 /** Restores what `install()` replaced. */
 export function uninstall(): void

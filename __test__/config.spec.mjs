@@ -4,7 +4,8 @@ import os from 'node:os'
 import zlib from 'node:zlib'
 import test from 'ava'
 import fs from 'node:fs'
-import { fairfs, isNative, nativeOnly, makeFile, portable, windows } from './helpers.mjs'
+import path from 'node:path'
+import { fairfs, isNative, nativeOnly, makeFile, portable, windows, posixOnly, noPoolMetadata } from './helpers.mjs'
 
 /** Without a contention signal (the portable build) the big-read limit is fixed at
  *  one core left to the event loop and libuv, at least one. */
@@ -34,6 +35,34 @@ nativeOnly(test.serial)('stats() reports the pool and counts reads', async (t) =
   t.is(after.chunksRead, before.chunksRead + 4)
   t.is(after.queued, 0)
   t.is(after.active, 0)
+})
+
+posixOnly(noPoolMetadata, nativeOnly(test.serial))('stats(): a metadata call is a completed request, not a chunk read', async (t) => {
+  const { path: file } = makeFile(1000)
+  const dir = path.dirname(file)
+  const missing = path.join(dir, 'missing')
+  // Every stat to the pool (a cached one is otherwise answered on this thread, and is no request of the pool's).
+  const fastPath = fairfs.stats().fastPath
+  fairfs.configure({ fastPath: false })
+  t.teardown(() => fairfs.configure({ fastPath }))
+  const calls = [
+    () => fairfs.promises.stat(file),
+    () => fairfs.promises.lstat(file, { bigint: true }),
+    () => fairfs.promises.stat(missing).catch(() => {}),
+    () => new Promise((resolve) => fairfs.stat(file, resolve)),
+    () => fairfs.promises.access(file),
+    () => fairfs.promises.realpath(file),
+    () => fairfs.promises.readdir(dir),
+  ]
+  const rounds = 20
+  const before = fairfs.stats()
+  await Promise.all(Array.from({ length: rounds }, () => calls.map((call) => call())).flat())
+  const after = fairfs.stats()
+  t.is(after.completed, before.completed + rounds * calls.length, 'each call is a request the pool completed')
+  t.is(after.chunksRead, before.chunksRead, 'none read a chunk of file data')
+  t.is(after.bytesRead, before.bytesRead)
+  await fairfs.promises.readFile(file)
+  t.is(fairfs.stats().chunksRead, after.chunksRead + 1, 'a read still counts its chunk')
 })
 
 const linuxSignal = isNative && process.platform === 'linux' && !portable ? test : (title, fn) => test.skip(`${title} [Linux, native, not portable]`, fn)

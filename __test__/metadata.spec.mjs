@@ -5,11 +5,16 @@
 import test from 'ava'
 import fs from 'node:fs'
 import path from 'node:path'
-import { execFileSync } from 'node:child_process'
-import { fairfs, isNative, nativeOnly, emulated, portable, makeFile, tmpPath, describeError, viaPromise as viaPromiseWith, posixOnly, windows, noByteNames, noPoolMetadata } from './helpers.mjs'
+import { execFileSync, execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { fairfs, isNative, nativeOnly, emulated, portable, makeFile, tmpPath, describeError, viaPromise as viaPromiseWith, posixOnly, windows, noByteNames, noPoolMetadata, noProc } from './helpers.mjs'
 
 // Taken before any install() in this file.
-const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, readdir: fs.readdir, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
+const node = { stat: fs.stat, lstat: fs.lstat, access: fs.access, readdir: fs.readdir, realpath: fs.realpath, realpathNative: fs.realpath.native, promises: { ...fs.promises } }
+/** The callback fs.realpath install() puts in place of node:fs's on Node 20 and 22 (lib/realpath.js). */
+const { realpath: realpathWalk } = createRequire(import.meta.url)('../lib/realpath.js')
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /** Everything a user can observe of a Stats object, or of an error. */
 function describe(value) {
@@ -122,6 +127,62 @@ for (const [what, target] of Object.entries({ ...targets, 'a number': 123, 'a NU
       t.deepEqual(await describePath(() => fairfs.promises.realpath(target, options)), await describePath(() => node.promises.realpath(target, options)))
     })
   }
+}
+
+/** The outcome of a callback realpath `fn(...args, cb)`: a synchronous throw, or what the callback was given. */
+function realpathOutcome(fn, ...args) {
+  return new Promise((resolve) => {
+    try {
+      fn(...args, function (...given) {
+        const [e, p] = given
+        const outcome = e ? describe(e) : { value: Buffer.isBuffer(p) ? `buffer ${p.toString('hex')}` : p }
+        resolve({ args: given.length, thisIsUndefined: this === undefined, ...outcome })
+      })
+    } catch (e) {
+      resolve({ threw: describeError(e) })
+    }
+  })
+}
+const realpathCallOptions = { none: [], ...Object.fromEntries(Object.entries(encodings).map(([name, options]) => [name, [options]])) }
+for (const [what, target] of Object.entries({ ...targets, 'a number': 123, 'a NUL byte': 'a\u0000b', 'a relative path': '.', root: '/', 'an http URL': new URL('http://example.com/') })) {
+  testOf(what)(`callback realpath of ${what}: the walk install() may put in its place is node:fs's`, async (t) => {
+    for (const [name, options] of Object.entries(realpathCallOptions)) {
+      t.deepEqual(await realpathOutcome(realpathWalk, target, ...options), await realpathOutcome(node.realpath, target, ...options), name)
+    }
+  })
+}
+test('callback realpath without a callback, or with a bad one: the walk throws as node:fs', (t) => {
+  for (const args of [[file], [file, {}], [file, 'utf8', 'not a function'], [file, { encoding: 'nope' }, () => {}]]) {
+    t.deepEqual(describeError(t.throws(() => realpathWalk(...args))), describeError(t.throws(() => node.realpath(...args))))
+  }
+})
+
+/**
+ * What `fs.realpath('/proc/self/fd/0')` gives in a child process whose stdin is `stdin`
+ * ('a pipe': `echo |`, or 'a socket': what child_process makes for stdio 'pipe'), with
+ * fairfs installed by `-r fairfs/register` or not: node:fs's realpathSync names the pipe
+ * `/proc/<pid>/fd/pipe:[N]`, and Node's test-fs-realpath-pipe.js asks the callback form
+ * for the same.
+ */
+function realpathOfStdin(stdin, installed) {
+  const code = `const fs = require('node:fs')
+    fs.realpath('/proc/self/fd/0', (err, p) => {
+      const sync = fs.realpathSync('/proc/self/fd/0')
+      const kind = /^\\/proc\\/\\d+\\/fd\\/(pipe|socket):\\[\\d+\\]$/.exec(sync)?.[1]
+      console.log(JSON.stringify({ error: err?.message, kind, sameAsSync: p === sync, installed: require(${JSON.stringify(path.join(root, 'index.js'))}).isInstalled() }))
+    })`
+  const nodeArgs = [...(installed ? ['-r', path.join(root, 'register.js')] : []), '-e', code]
+  const [file, args] = stdin === 'a pipe' ? ['sh', ['-c', 'echo x | exec "$0" "$@"', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs]
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout))))
+  })
+}
+for (const stdin of ['a pipe', 'a socket']) {
+  posixOnly(noProc, test)(`install(): callback fs.realpath of /proc/self/fd/0 with stdin ${stdin} is node:fs's (test-fs-realpath-pipe)`, async (t) => {
+    const [theirs, ours] = await Promise.all([realpathOfStdin(stdin, false), realpathOfStdin(stdin, true)])
+    t.like(theirs, { error: undefined, kind: stdin.slice(2), sameAsSync: true, installed: false })
+    t.deepEqual(ours, { ...theirs, installed: isNative && !windows })
+  })
 }
 
 /** A readdir result as a user can observe it: names, or Dirents with their fields and kinds. */
@@ -271,6 +332,15 @@ posixOnly(noPoolMetadata, nativeOnly(test.serial))('install() routes fs.stat, ls
   t.true(viaNode.exists)
   t.false(viaNode.missing)
   t.not(fs.realpath.native, node.realpathNative)
+  // Where node:fs's fs.realpath reads the stat array only its own stats fill (Node 20
+  // and 22), install() replaces it; either way it gives node:fs's answers.
+  const readsSharedStats = Function.prototype.toString.call(node.realpath).includes('statValues')
+  t.is(fs.realpath, readsSharedStats ? realpathWalk : node.realpath)
+  for (const target of [file, targets['link to file'], targets['link to dir'], targets.missing, targets['dangling link'], targets['link loop'], targets['file as a dir']]) {
+    for (const options of [[], ['buffer'], [{ encoding: 'latin1' }]]) {
+      t.deepEqual(await realpathOutcome(fs.realpath, target, ...options), await realpathOutcome(node.realpath, target, ...options), `fs.realpath ${target} ${options}`)
+    }
+  }
   for (const target of [file, targets['link to dir'], targets.missing, targets['link loop'], targets['non-UTF-8 name (Buffer)']]) {
     for (const options of [undefined, 'buffer', { encoding: 'latin1' }, 'nope']) {
       const call = (fn) => new Promise((resolve) => {
@@ -285,6 +355,7 @@ posixOnly(noPoolMetadata, nativeOnly(test.serial))('install() routes fs.stat, ls
   }
   fairfs.uninstall()
   t.deepEqual([fs.stat, fs.lstat, fs.access, fs.promises.stat, fs.promises.lstat, fs.promises.access, fs.readdir, fs.promises.readdir], originals)
+  t.is(fs.realpath, node.realpath)
   t.is(fs.realpath.native, node.realpathNative)
 })
 

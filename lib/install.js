@@ -6,8 +6,10 @@
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
 // the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access, fs.readdir (and so
 // fs.exists and fs.realpath, which call them), fs.realpath.native, and their
-// fs.promises forms. ESM named imports of node:fs and
-// node:fs/promises see the change too (module.syncBuiltinESMExports). Not patched:
+// fs.promises forms; and where node:fs's fs.realpath reads the stat array only its
+// own stats fill (Node 20 and 22), fs.realpath itself (lib/realpath.js). ESM named
+// imports of node:fs and node:fs/promises see the change too
+// (module.syncBuiltinESMExports). Not patched:
 // the sync APIs (readFileSync and friends), which must block the caller by
 // definition and gain nothing from a pool, and the fs.read*/open primitives, whose
 // callers manage fds and buffers themselves.
@@ -19,6 +21,7 @@
 const fs = require('node:fs')
 const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
+const { realpathFor } = require('./realpath')
 
 /** The metadata calls install() routes to the pool, callback and promise forms. */
 const kMetadata = ['stat', 'lstat', 'access', 'readdir']
@@ -52,8 +55,10 @@ function install(fairfs) {
       fs[name] = api.metadata[name]
       fs.promises[name] = api.metadata.promises[name]
     }
+    originals.realpath = fs.realpath
     originals.realpathNative = fs.realpath.native
     originals.promisesRealpath = fs.promises.realpath
+    fs.realpath = realpathFor(fs.realpath)
     fs.realpath.native = api.metadata.realpathNative
     fs.promises.realpath = api.metadata.promises.realpath
   }
@@ -97,6 +102,7 @@ function uninstall() {
     }
   }
   if ('realpathNative' in originals) {
+    fs.realpath = originals.realpath
     fs.realpath.native = originals.realpathNative
     fs.promises.realpath = originals.promisesRealpath
   }

@@ -275,6 +275,8 @@ async function readdirPromise(path, options) {
 module.exports = {
   /** node:fs's own functions, taken at load: what runs where the addon has none. */
   node,
+  acceptedPath,
+  acceptedEncoding,
   handleStat,
   readdir: named('readdir', readdir),
   realpathNative: named('realpathNative', realpathNative),

@@ -58,6 +58,14 @@ pub trait Job: Send + 'static {
     fn fail(self: Box<Self>) {
         self.cancel()
     }
+    /// Whether the job reads file data. Its steps and pieces count as chunks read
+    /// ([`crate::pool::Stats::chunks_read`]) when they read bytes, and its last step
+    /// also when it found none (the read of an empty file, or the one that finds the
+    /// end). One that reads no file data (a metadata call, a close) counts no chunk
+    /// unless it reports bytes read.
+    fn reads_data(&self) -> bool {
+        true
+    }
     /// Whether this job copies more than one chunk (a big file): at most the
     /// governor's limit of these are read at once ([`crate::policy::contention`]).
     fn is_large(&self) -> bool {

@@ -42,6 +42,21 @@ pub enum Answer {
     Entries(Vec<u8>),
 }
 
+/// The slots up to `blocks` are unsigned in libuv ([`StatSlots`]); after them, the times.
+const UNSIGNED_SLOTS: usize = 10;
+
+/// The numbers of an `fs.Stats` (not `BigIntStats`), as Node fills the Float64Array
+/// behind one (`FillStatsArray` in src/node_file-inl.h, Node 20 to 24): each of the ten
+/// unsigned fields converted from `uint64_t` to the nearest double, so an inode or
+/// device number of 2^63 and above is a positive number; each time as a signed value.
+///
+/// A `BigIntStats` takes the slots as they are: Node's array for it is a BigInt64Array
+/// that `static_cast<int64_t>` fills, so there the same number is negative, as in the
+/// slots.
+pub fn stat_numbers(slots: &StatSlots) -> [f64; 18] {
+    std::array::from_fn(|i| if i < UNSIGNED_SLOTS { slots[i] as u64 as f64 } else { slots[i] as f64 })
+}
+
 impl Query {
     /// Makes the call on this thread.
     pub fn run(&self) -> Result<Answer, ReadError> {
@@ -102,5 +117,63 @@ mod tests {
         assert_eq!(ask(Query::Access { path: c(&file), mode: libc::R_OK }).unwrap(), Answer::Allowed);
         let denied = ask(Query::Access { path: c(&dir.path().join("x")), mode: libc::F_OK }).unwrap_err();
         assert!(matches!(denied, ReadError::Io(e) if e.syscall == Syscall::Access));
+    }
+
+    #[test]
+    fn a_metadata_call_is_a_completed_request_but_no_chunk_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"abc").unwrap();
+        let c = crate::read::tests::c_path;
+        let pool = Pool::new(2, 64 * 1024);
+        let f = std::fs::File::open(&file).unwrap();
+        use std::os::fd::AsRawFd;
+        let queries = [
+            Query::Stat { path: c(&file), follow: true },
+            Query::Stat { path: c(&file), follow: false },
+            Query::Stat { path: c(&dir.path().join("missing")), follow: true },
+            Query::Fstat(f.as_raw_fd()),
+            Query::Access { path: c(&file), mode: libc::R_OK },
+            Query::Realpath(c(&file)),
+            Query::Scandir(c(dir.path())),
+        ];
+        let asked = queries.len() as u64;
+        let (tx, rx) = std::sync::mpsc::channel();
+        for q in queries {
+            let tx = tx.clone();
+            pool.submit(q.into_job(move |a| tx.send(a.is_some()).unwrap()));
+        }
+        assert!((0..asked).all(|_| rx.recv().unwrap()), "none cancelled");
+        let stats = pool.stats();
+        assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (asked, 0, 0));
+    }
+
+    #[test]
+    fn stats_numbers_are_node_fs_numbers_for_64_bit_devices_inodes_and_old_times() {
+        // What statx gives for a FUSE file with use_ino, or a file on NFS or a
+        // network file system that numbers inodes from the top bit: the slots hold
+        // the bits of libuv's uint64_t fields.
+        let mut slots: StatSlots = [0; 18];
+        slots[0] = (1u64 << 63) as i64; // dev
+        slots[1] = 0o100644; // mode
+        slots[5] = u64::MAX as i64; // rdev
+        slots[7] = ((1u64 << 63) + 2049) as i64; // ino
+        slots[8] = 12_345; // size
+        slots[10] = -2; // atime, before 1970
+        slots[11] = 500_000_000;
+        slots[12] = 1_700_000_000;
+        slots[13] = 999_999_999;
+        let n = stat_numbers(&slots);
+        // Node's static_cast<double>(uint64_t): unsigned, to the nearest double.
+        assert_eq!(n[0], 9_223_372_036_854_775_808.0, "dev 2^63");
+        assert_eq!(n[5], 18_446_744_073_709_551_616.0, "rdev 2^64 - 1, rounded up as Number(2n ** 64n - 1n) is");
+        assert_eq!(n[7], 9_223_372_036_854_777_856.0, "ino 2^63 + 2049, the nearest double");
+        assert!(n[..10].iter().all(|&v| v >= 0.0), "no count is negative");
+        assert_eq!((n[1], n[8]), (0o100644 as f64, 12_345.0));
+        // Times are signed: atimeMs = -2 * 1000 + 5e8 / 1e6 = -1500.
+        assert_eq!((n[10], n[11], n[12], n[13]), (-2.0, 5e8, 1.7e9, 999_999_999.0));
+        // The BigIntStats form is the slots themselves (Node's BigInt64Array): the same
+        // inode is 2^63 + 2049 - 2^64 there.
+        assert_eq!(slots[7], -9_223_372_036_854_773_759);
     }
 }

@@ -36,6 +36,12 @@ where
         Step { bytes, done: true }
     }
 
+    /// Work of one step is not a read algorithm: a metadata call or a close reads no
+    /// file data, and counts as a chunk read only if `work` reports bytes read.
+    fn reads_data(&self) -> bool {
+        false
+    }
+
     fn complete(self: Box<Self>) {
         (self.on_done)(self.result);
     }

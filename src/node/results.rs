@@ -267,14 +267,15 @@ pub(super) fn take_lent(env: &Env, lent: LentBuffer) -> Option<(Unknown<'_>, *co
     Some((unsafe { Unknown::from_raw_unchecked(env.raw(), value) }, lent.data, lent.len))
 }
 
-/// The fields of an `fs.Stats` as JS takes them: a Float64Array, or a BigInt64Array
-/// for a `BigIntStats`.
+/// The fields of an `fs.Stats` as JS takes them, in the arrays Node's own binding
+/// fills: a Float64Array (device and inode numbers unsigned), or a BigInt64Array for a
+/// `BigIntStats` (the slots as they are).
 #[cfg(unix)]
 pub(super) fn stat_fields(slots: crate::sys::StatSlots, bigint: bool) -> Either<Float64Array, BigInt64Array> {
     if bigint {
         Either::B(BigInt64Array::new(slots.to_vec()))
     } else {
-        Either::A(Float64Array::new(slots.map(|v| v as f64).to_vec()))
+        Either::A(Float64Array::new(crate::jobs::metadata::stat_numbers(&slots).to_vec()))
     }
 }
 

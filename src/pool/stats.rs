@@ -13,13 +13,16 @@ pub struct Stats {
     pub queued: usize,
     /// Chunks being read right now.
     pub active: usize,
-    /// Requests that delivered a result (success or error).
+    /// Requests that delivered a result (success or error): reads, a stream's opens,
+    /// blocks and closes, metadata calls.
     pub completed: u64,
     /// Requests that were cancelled.
     pub cancelled: u64,
     /// Bytes read by all requests.
     pub bytes_read: u64,
-    /// Steps (chunks) run by all requests.
+    /// Chunks of file data read: each step or piece of a read that read bytes, and a
+    /// read's last step, which may find only the end ([`crate::job::Job::reads_data`]).
+    /// Metadata calls and closes read no file data and count none.
     pub chunks_read: u64,
     /// The chunk size new requests use.
     pub chunk_size: usize,

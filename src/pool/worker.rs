@@ -154,8 +154,8 @@ pub(super) fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
         return Stepped::Panicked;
     };
     // A step that read nothing and is not the last only opened the file (and waits
-    // for admission): it is not a chunk.
-    count_chunk(shared, step.bytes, step.bytes > 0 || step.done);
+    // for admission): it is not a chunk; nor is a job's that reads no file data.
+    count_chunk(shared, step.bytes, step.bytes > 0 || (step.done && entry.job.reads_data()));
     if step.done {
         Stepped::Done(step.bytes)
     } else {

@@ -18,6 +18,12 @@ use crate::error::{FsError, Syscall};
 /// What an `fs.Stats` is made of, in Node's order: dev, mode, nlink, uid, gid, rdev,
 /// blksize, ino, size, blocks, then (seconds, nanoseconds) of atime, mtime, ctime and
 /// birthtime.
+///
+/// The first ten are libuv's `uv_stat_t` fields, unsigned 64-bit, kept here as their
+/// bits (`as i64`): a device or inode number of 2^63 and above is a negative slot.
+/// That is what Node's BigInt64Array holds for a `BigIntStats`; the numbers of a
+/// `Stats` take them unsigned ([`crate::jobs::metadata::stat_numbers`]). The times
+/// are signed: before 1970 is negative.
 pub type StatSlots = [i64; 18];
 
 /// What to ask about.
