@@ -25,7 +25,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-use crate::sys;
+use crate::{locality::Use, sys};
 
 /// Set once `openat2(RESOLVE_CACHED)` has answered `ENOSYS` (no openat2, before Linux
 /// 5.6) or `EINVAL` (no `RESOLVE_CACHED`, before 5.12): the kernel will never serve the
@@ -70,7 +70,7 @@ pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
             return None;
         }
         let probe = look(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW })?;
-        let slots = on_local(probe, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
+        let slots = on_local(probe, Use::Metadata, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
         // An O_PATH fd has no file operations: closing it never reaches the file system.
         let _ = sys::close(probe);
         slots
@@ -159,7 +159,7 @@ fn attempt(path: &CStr, flags: i32, max_size: usize) -> Cached {
         return Cached::Miss;
     }
     let Some(probe) = look(path, libc::O_PATH) else { return Cached::Miss };
-    let result = on_local(probe, || {
+    let result = on_local(probe, Use::Content, || {
         // What the file is, before anything is opened: a FIFO, device or socket is the
         // pool's to open, and a big file would miss anyway.
         let st = sys::fstat(probe).ok()?;
@@ -210,12 +210,22 @@ fn look(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
     open_unless_lacking(&KERNEL_LACKS_OPENAT2, || sys::open_cached(path, flags))
 }
 
-/// Runs `calls` on this thread if `fd` lies on a local mount the guard allows, timing
-/// them ([`crate::locality`]); `None` otherwise.
+/// Runs `calls` on this thread if `fd` lies on a local mount where it may `to` (the
+/// guard allows it, and for contents the pool's opens there have earned trust), timing them
+/// ([`crate::locality`]); `None` otherwise.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-fn on_local<T>(fd: crate::sys::Fd, calls: impl FnOnce() -> T) -> Option<T> {
-    let mount = crate::locality::local_mount(fd)?;
+fn on_local<T>(fd: crate::sys::Fd, to: Use, calls: impl FnOnce() -> T) -> Option<T> {
+    let mount = crate::locality::local_mount(fd, to)?;
     Some(crate::locality::timed(mount, calls))
+}
+
+/// A pool thread opened `fd` by path, in `took`: how the calling thread learns which
+/// mounts answer opens quickly (`crate::locality`'s probation).
+pub fn observe_pool_open(fd: crate::sys::Fd, took: std::time::Duration) {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    crate::locality::observe_open(fd, took);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    let _ = (fd, took);
 }
 
 #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
@@ -240,7 +250,7 @@ pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
         }
         let nonblocking = sys::nonblocking_open_flags(flags)?;
         let probe = look(path, libc::O_PATH)?;
-        let fd = on_local(probe, || {
+        let fd = on_local(probe, Use::Content, || {
             if !sys::fstat(probe).is_ok_and(|st| st.is_regular) {
                 return None;
             }
@@ -275,7 +285,7 @@ pub fn open_regular(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
 /// no such read. Then the pool reads it and reports any error.
 pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usize> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    return on_local(fd, || sys::read_nowait_at(fd, buf, position).ok()).flatten();
+    return on_local(fd, Use::Content, || sys::read_nowait_at(fd, buf, position).ok()).flatten();
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
         let _ = (fd, buf, position);
@@ -290,7 +300,8 @@ pub fn read_at(fd: crate::sys::Fd, buf: &mut [u8], position: u64) -> Option<usiz
 pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     {
-        on_local(fd, || sys::link_count(fd).is_some_and(|links| links > 0).then(|| sys::close(fd))).flatten()
+        on_local(fd, Use::Metadata, || sys::link_count(fd).is_some_and(|links| links > 0).then(|| sys::close(fd)))
+            .flatten()
     }
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
     {
@@ -305,6 +316,18 @@ mod tests {
 
     use crate::read::tests::c_path as c;
 
+    /// Opens `file` as a pool thread would until its mount has earned the calling
+    /// thread's trust (`locality`'s probation: quick opens in a row).
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    fn earn_trust(file: &std::path::Path) {
+        for _ in 0..100 {
+            let started = std::time::Instant::now();
+            let fd = sys::open(&c(file), libc::O_RDONLY, 0).unwrap();
+            observe_pool_open(fd, started.elapsed());
+            sys::close(fd).unwrap();
+        }
+    }
+
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
     fn cached_small_files_hit_and_everything_else_misses() {
@@ -313,6 +336,7 @@ mod tests {
         let small = dir.join("small");
         std::fs::write(&small, b"hello").unwrap();
         let _ = std::fs::read(&small); // in the page cache now
+        earn_trust(&small);
         match try_read(&c(&small), libc::O_RDONLY, 1024) {
             Cached::Hit(data) => assert_eq!(data, b"hello"),
             // Kernels before 5.12 (or seccomp filters) refuse openat2: the fast path
@@ -345,6 +369,7 @@ mod tests {
         let file = dir.join("small");
         std::fs::write(&file, b"hello, world").unwrap();
         let _ = std::fs::read(&file);
+        earn_trust(&file);
         let Some(fd) = open_regular(&c(&file), libc::O_RDONLY) else {
             // No openat2 (before Linux 5.12, or a seccomp filter): always a clean miss.
             assert!(sys::open_cached(&c(&file), libc::O_RDONLY).is_err());

@@ -424,7 +424,9 @@ fn open(source: &Source, limits: &ReadLimits, defer: bool) -> Result<OpenFile, R
             panic_for_test(path);
             // Never wait in open(2) for a FIFO's writer, but wait for a lease as
             // node:fs does: see sys::open_for_read.
+            let started = std::time::Instant::now();
             let (fd, nonblocking) = sys::open_for_read(path, *flags, *mode)?;
+            crate::cached::observe_pool_open(fd, started.elapsed());
             (fd, true, nonblocking)
         }
         Source::Fd(fd) => (*fd, false, false),

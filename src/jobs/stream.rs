@@ -121,7 +121,9 @@ impl<D: FnOnce(Option<Result<OpenedFd, ReadError>>) + Send + 'static> OpenJob<D>
             return Ok(true);
         }
         // Never waits for a FIFO's writer here; waits for a lease as node:fs does.
+        let started = std::time::Instant::now();
         let (fd, nonblocking) = sys::open_for_read(&self.path, self.flags, self.mode)?;
+        crate::cached::observe_pool_open(fd, started.elapsed());
         let fd = OpenedFd(fd);
         if !nonblocking {
             self.fd = Some(fd);

@@ -2,10 +2,12 @@
 //! fanotify permission events, IMA measuring a file on open, a journal stall, a local
 //! file system on a network block device. A calling-thread call on a mount that takes
 //! longer than [`SLOW`] turns the fast paths off for that mount, for one second after
-//! the first such call and twice as long after each further one (up to a minute); the
-//! first quick call after a pause forgets the mount. A slow system so costs one slow
-//! call per pause, not one per request, and a one-off (the JS thread preempted in the
-//! middle of a call) costs one second of pool trips.
+//! the first such call and twice as long after each further one (up to a minute); a
+//! mount quick for [`FORGET_AFTER`] since its last slow call is forgotten. A slow
+//! system so costs one slow call per pause, at most one a minute once it has shown it
+//! stays slow (a scanner whose verdicts are quick only for files it has seen), not one
+//! per request, and a one-off (the JS thread preempted in the middle of a call) costs
+//! one second of pool trips.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 pub const SLOW: Duration = Duration::from_millis(1);
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_PAUSE: Duration = Duration::from_secs(60);
+const FORGET_AFTER: Duration = Duration::from_secs(600);
 
 /// Calling-thread calls found slow, process-wide (`stats().fastPathSlowCalls`).
 pub static SLOW_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -29,6 +32,7 @@ static WATCHED: AtomicUsize = AtomicUsize::new(0);
 struct Pause {
     strikes: u32,
     until: Instant,
+    last_slow: Instant,
 }
 
 /// Whether the fast paths may use `mount` now.
@@ -56,11 +60,12 @@ fn note(mount: u64, took: Duration, now: Instant) {
     let paused = guard.get_or_insert_with(HashMap::new);
     if took > SLOW {
         SLOW_CALLS.fetch_add(1, Ordering::Relaxed);
-        let pause = paused.entry(mount).or_insert(Pause { strikes: 0, until: now });
+        let pause = paused.entry(mount).or_insert(Pause { strikes: 0, until: now, last_slow: now });
         pause.strikes += 1;
+        pause.last_slow = now;
         let length = FIRST_PAUSE.saturating_mul(1 << (pause.strikes - 1).min(6)).min(LONGEST_PAUSE);
         pause.until = now + length;
-    } else if paused.get(&mount).is_some_and(|p| p.until <= now) {
+    } else if paused.get(&mount).is_some_and(|p| now.duration_since(p.last_slow) >= FORGET_AFTER) {
         paused.remove(&mount);
     }
     WATCHED.store(paused.len(), Ordering::Relaxed);
@@ -71,7 +76,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slow_call_pauses_its_mount_longer_each_time_and_a_quick_one_after_the_pause_forgets_it() {
+    fn a_slow_call_pauses_its_mount_longer_each_time_until_it_has_long_been_quick() {
         // Mount ids far from any real one, as other tests share these statics.
         let (m, other) = (u64::MAX - 7, u64::MAX - 8);
         let now = Instant::now();
@@ -90,11 +95,13 @@ mod tests {
             note(m, Duration::from_millis(30), now);
         }
         assert_eq!(until(m), now + LONGEST_PAUSE, "capped");
-        // A quick call during the pause (one that started before it) keeps the pause;
-        // after it, the mount is forgotten.
+        // Quick calls keep its record (the next slow one pauses it for a minute again)
+        // until it has been quick for FORGET_AFTER.
         note(m, Duration::from_micros(50), now);
         assert!(!allows(m));
         note(m, Duration::from_micros(50), now + LONGEST_PAUSE);
+        assert!(PAUSED.lock().unwrap().as_ref().unwrap().get(&m).is_some());
+        note(m, Duration::from_micros(50), now + FORGET_AFTER);
         assert!(PAUSED.lock().unwrap().as_ref().unwrap().get(&m).is_none());
         assert!(allows(m));
     }

@@ -8,11 +8,14 @@
 //! ([`crate::sys::mount_id`]), and looked up in a table of the mounts read from
 //! `/proc/self/mountinfo` ([`table`]) and kept current by a thread of its own
 //! ([`watch`]). What no table can see (a scanner answering fanotify, a stalled
-//! journal) is caught by timing the calls ([`guard`]).
+//! journal) is caught by timing the calls ([`guard`]), and files are opened on the
+//! calling thread only on mounts where the pool's opens have been quick
+//! ([`probation`]).
 //!
 //! Linux only, like the fast paths themselves.
 
 mod guard;
+mod probation;
 mod table;
 mod watch;
 
@@ -21,16 +24,42 @@ pub use guard::{timed, SLOW_CALLS};
 use crate::sys::{self, Fd};
 use table::Probe;
 
-/// The id of `fd`'s mount if that mount is local and not paused by the guard: the
-/// calling thread may then make the fast path's calls on the file, through [`timed`].
-/// `None` for anything else, and where the mounts are unknown or changing.
-pub fn local_mount(fd: Fd) -> Option<u64> {
+/// What the calling thread means to do with a file: read its metadata (`statx`, the
+/// `close` of an fd it opened), or open it or read its contents, which an on-access
+/// scanner holds up (fanotify's open and access permission events).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    Metadata,
+    Content,
+}
+
+/// The id of `fd`'s mount if the calling thread may use files there as `to` says: the
+/// mount is local, not paused by the guard, and for contents trusted ([`probation`]).
+/// The calls are then made through [`timed`]. `None` for anything else, and where the
+/// mounts are unknown or changing.
+pub fn local_mount(fd: Fd, to: Use) -> Option<u64> {
+    let mount = local_id(fd)?;
+    (guard::allows(mount) && (to == Use::Metadata || probation::trusted(mount))).then_some(mount)
+}
+
+/// A pool thread opened `fd`, which took `took`: quick opens on a local mount earn it
+/// the calling thread's trust ([`probation`]).
+pub fn observe_open(fd: Fd, took: std::time::Duration) {
+    if probation::pending() {
+        if let Some(mount) = local_id(fd) {
+            probation::observe(mount, took);
+        }
+    }
+}
+
+/// `fd`'s mount id if the table says that mount is local.
+fn local_id(fd: Fd) -> Option<u64> {
     let table = watch::current()?;
     let mount = match table.probe {
         Probe::Statx => sys::mount_id(fd),
         Probe::FdInfo => sys::mount_id_from_fdinfo(fd),
     }?;
-    (table.is_local(mount) && guard::allows(mount)).then_some(mount)
+    table.is_local(mount).then_some(mount)
 }
 
 #[cfg(test)]
@@ -42,10 +71,10 @@ mod tests {
     fn files_on_this_machines_disk_and_tmpfs_are_local_and_proc_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::File::create(dir.path().join("f")).unwrap();
-        let on_tmp = local_mount(file.as_raw_fd());
+        let on_tmp = local_mount(file.as_raw_fd(), Use::Metadata);
         let in_memory = std::fs::File::open("/dev/shm").ok();
         let proc_file = std::fs::File::open("/proc/self/status").unwrap();
-        assert_eq!(local_mount(proc_file.as_raw_fd()), None, "procfs is not a local file system");
+        assert_eq!(local_mount(proc_file.as_raw_fd(), Use::Metadata), None, "procfs is not a local file system");
         // The fdinfo probe and the statx probe agree on the id.
         let id = sys::mount_id(file.as_raw_fd());
         if id.is_none() {
@@ -58,7 +87,7 @@ mod tests {
             assert_eq!(on_tmp, id, "the temp dir is on {kind}");
         }
         if let Some(shm) = in_memory {
-            assert!(local_mount(shm.as_raw_fd()).is_some(), "/dev/shm is tmpfs");
+            assert!(local_mount(shm.as_raw_fd(), Use::Metadata).is_some(), "/dev/shm is tmpfs");
         }
     }
 }
