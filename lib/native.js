@@ -3,11 +3,37 @@
 // arrives later in a batch through `onComplete`. Handlers are keyed by id.
 
 const { constants: { MAX_LENGTH } } = require('node:buffer')
+const { AsyncResource } = require('node:async_hooks')
 const binding = require('../binding.js')
 const { uvError, fileTooLarge, internalError } = require('./errors')
 
-/** Requests in flight from this thread: id -> handler(result). */
+/** Requests in flight from this thread: id -> Request. */
 const inFlight = new Map()
+
+/** A Request emits its async_hooks destroy once its handler has run, as node:fs's do. */
+const kManualDestroy = { requireManualDestroy: true }
+
+/**
+ * A request in flight: its handler, and the async context of the call that made it,
+ * which the handler runs in, as node:fs runs a callback in its FSReqCallback's. The
+ * batches arrive in the threadsafe function's context, so without this a callback
+ * would see none of its caller's AsyncLocalStorage stores, domain or async ids.
+ *
+ * One AsyncResource per request, made at submit time (track) and entered at delivery
+ * (runInAsyncScope): the handler sees the caller's stores (AsyncLocalStorage, with
+ * async hooks on Node 20 and 22, AsyncContextFrame on 24), its domain, and a resource
+ * of node:fs's type 'FSREQCALLBACK' whose trigger is the caller's executionAsyncId; hook
+ * users see its init in the caller's context and its destroy once the handler has run.
+ * It is made for every request, observed or not: nothing public tells whether a hook, a
+ * store or a domain is watching, and executionAsyncId() is always there to be read. A
+ * subclass, so that a request costs one object (AsyncResource.bind costs more).
+ */
+class Request extends AsyncResource {
+  constructor(handler) {
+    super('FSREQCALLBACK', kManualDestroy)
+    this.handler = handler
+  }
+}
 
 binding.init(onComplete, MAX_LENGTH)
 censusLibuvThreads()
@@ -43,21 +69,51 @@ function onComplete(batch) {
  */
 function deliver(batch, start) {
   let i = start
+  let request
   try {
     for (; i < batch.length; i += 2) {
-      const handler = inFlight.get(batch[i])
-      if (handler === undefined) continue
+      request = inFlight.get(batch[i])
+      if (request === undefined) continue
       inFlight.delete(batch[i])
-      handler(batch[i + 1])
+      request.runInAsyncScope(complete, request, batch[i + 1])
+      request.emitDestroy()
     }
   } finally {
-    if (i < batch.length) process.nextTick(deliver, batch, i + 2)
+    if (i < batch.length) {
+      request.emitDestroy()
+      // A handler that threw in a domain left it active (see complete), for its error
+      // handler: the rest of the batch is queued outside it, not paired with it.
+      const domain = process.domain
+      domain?.exit()
+      process.nextTick(deliver, batch, i + 2)
+      domain?.enter()
+    }
   }
 }
 
-/** Registers `handler` for the request `id` returned by a binding call. */
+/**
+ * Runs a request's handler (`this`) in its caller's context, entered already. In a
+ * domain, the domain is entered once more around the handler: runInAsyncScope leaves
+ * the context on the way out, even when the handler throws, which would leave the
+ * domain too before its error handler could catch the throw (node:fs's callbacks leave
+ * only once the throw has been handled). Entered twice, the domain stays active until
+ * its error handler has run, as domain.run() does.
+ */
+function complete(result) {
+  const handler = this.handler
+  const domain = process.domain
+  if (domain == null) return handler(result)
+  domain.enter()
+  handler(result)
+  domain.exit()
+}
+
+/**
+ * Registers `handler` for the request `id` returned by a binding call; it will run in
+ * the async context of this call (see Request).
+ */
 function track(id, handler) {
-  inFlight.set(id, handler)
+  inFlight.set(id, new Request(handler))
   return id
 }
 

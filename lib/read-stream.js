@@ -8,6 +8,7 @@
 // stops reading ahead.
 
 const { Readable, finished } = require('node:stream')
+const { AsyncResource } = require('node:async_hooks')
 const { Buffer } = require('node:buffer')
 const { fileURLToPath } = require('node:url')
 const { binding, track, nativeError } = require('./native')
@@ -22,6 +23,9 @@ const { current: settings, kIoMaxLength, kFastPathMax } = require('./settings')
 const { replaced, replacedRead, readThrough, openPatched } = require('./replaced-fs')
 const { openCached, readCached } = require('./stream-fast-path')
 const turns = require('./turns')
+
+/** Turn scopes emit their async_hooks destroy once used, as a request's do (lib/native.js). */
+const kManualDestroy = { requireManualDestroy: true }
 
 /** node:fs's default highWaterMark for file streams. */
 const kDefaultHighWaterMark = 64 * 1024
@@ -94,6 +98,8 @@ class ReadStream extends Readable {
   #flow = 0
   /** A push deferred out of a synchronous _read() is queued. */
   #pushQueued = false
+  /** Waiting for the next turn (turns.js): the async context to push in then. */
+  #turnScope = null
 
   constructor(path, options) {
     // A custom `fs` (memfs and the like) is called for open, read and close: node's own
@@ -265,12 +271,12 @@ class ReadStream extends Readable {
         // takes it first (its promise resolves after this tick), then we push.
         setImmediate(() => {
           this.#pushQueued = false
-          this._pushOn()
+          this.#pushOn()
         })
         return
       }
       this.#pushQueued = false
-      this._pushOn()
+      this.#pushOn()
     })
   }
 
@@ -405,7 +411,13 @@ class ReadStream extends Readable {
       }
       while (block.next < chunks.length && this.#wantMore) {
         const now = turns.admit(this, this.#turn, this.bytesRead)
-        if (now < 0) return // queued: _pushOn() comes next turn
+        if (now < 0) {
+          // Queued: turns.js calls _pushOn() next turn, from a setImmediate made in
+          // the context of whichever stream first pushed in this turn; it pushes in
+          // this stream's own, where node:fs's read callback would push this chunk.
+          this.#turnScope ??= new AsyncResource('FAIRFS_STREAM_TURN', kManualDestroy)
+          return
+        }
         this.#turn = now
         const chunk = chunks[block.next]
         chunks[block.next++] = undefined
@@ -440,8 +452,19 @@ class ReadStream extends Readable {
     turns.finished(this)
   }
 
-  /** The next event-loop turn has come: push what waited for it. */
+  /** The next event-loop turn has come (turns.js): push what waited for it. */
   _pushOn() {
+    const scope = this.#turnScope
+    if (scope === null) return this.#pushOn()
+    this.#turnScope = null
+    try {
+      scope.runInAsyncScope(this.#pushOn, this)
+    } finally {
+      scope.emitDestroy()
+    }
+  }
+
+  #pushOn() {
     if (this.destroyed) return
     this.#drain()
     this.#pump()
