@@ -23,6 +23,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fairfs, windows, posixOnly, describeError, viaPromise, fdsOpenOn } from './helpers.mjs'
 import { needsFuse, needsOverlay, skipping, mountSlowfs, mountOverlay, unmountAll, contLater, python } from './fixtures/slowfs.mjs'
+import { needsScanner, mountTmpfs, startScanner, stopAll as stopScanners } from './fixtures/scanner.mjs'
 
 /** How long a slowed operation takes. */
 const SLOW = 1000
@@ -466,4 +467,122 @@ fuseTest('inode numbers of 2^63 and above: stat, lstat and FileHandle.stat give 
   const inos = (all) => Object.fromEntries(Object.entries(all).map(([k, v]) => [k, v.ino ?? v]))
   t.deepEqual(inos(ours), inos(node), 'ino')
   t.deepEqual(ours, node, 'every field')
+})
+
+// ---------------------------------------------------------------------------------
+// An on-access scanner (an antivirus): it answers fanotify permission events, and an
+// open or a read of a file on the mount it watches waits in the kernel until it does.
+// fixtures/scanner.py answers each after SCAN ms, on a tmpfs of its own
+// (fixtures/scanner.mjs), so only that mount is slowed; it needs Linux, root and a
+// kernel with CONFIG_FANOTIFY_ACCESS_PERMISSIONS. node:fs opens and reads on libuv's
+// threads; fairfs may not on the JS thread, not even once it has read a few files
+// there (its fast paths may try a mount again later), so each case runs several calls
+// in a row, on files fairfs has never seen, and takes the largest gap over them all.
+
+/** How long the scanner takes to answer each open and read. */
+const SCAN = 500
+/** How many fresh files fairfs reads, one after another, in each case. */
+const RUNS = 5
+
+const scannerTest = windows ? posixOnly('no fanotify', test.serial) : needsScanner(test.serial)
+test.after.always(() => stopScanners())
+
+const scannedReads = ['readFile', 'promises.readFile', 'createReadStream']
+
+/** The tmpfs, its files (written before the scanner starts) and the scanner. */
+const scanned = shared(async () => {
+  const data = { stat: crypto.randomBytes(1024) }
+  for (const op of scannedReads) {
+    data[`node-${op}`] = crypto.randomBytes(1024)
+    for (let i = 0; i < RUNS; i++) data[`ours-${op}-${i}`] = crypto.randomBytes(1024)
+  }
+  const mount = await mountTmpfs(data)
+  const scanner = await startScanner(mount.mountpoint, SCAN)
+  return { file: (name) => path.join(mount.mountpoint, name), data, scanner }
+})
+
+/**
+ * Runs each of `runs` (functions returning promises) after the one before settles,
+ * measuring the largest gap between turns of a 5 ms setInterval over them all, as
+ * gapOf does, and the largest seen while each ran. Stops at the first error.
+ */
+async function gapsOf(runs) {
+  let last = performance.now()
+  let worst = 0
+  const timer = setInterval(() => {
+    const now = performance.now()
+    worst = Math.max(worst, now - last)
+    last = now
+  }, 5)
+  const start = performance.now()
+  const each = []
+  const values = []
+  let error
+  for (const run of runs) {
+    worst = 0
+    try {
+      values.push(await run())
+    } catch (e) {
+      error = e
+    }
+    each.push(worst)
+    if (error) break
+  }
+  const took = performance.now() - start
+  await sleep(15)
+  clearInterval(timer)
+  each[each.length - 1] = Math.max(each[each.length - 1], worst, performance.now() - last)
+  return { gap: Math.max(...each), each, took, values, error }
+}
+
+const fastPathCounts = () => {
+  const { fastPathHits, fastPathMisses, fastPathSlowCalls } = fairfs.stats()
+  return { fastPathHits, fastPathMisses, fastPathSlowCalls }
+}
+
+for (const op of scannedReads) {
+  scannerTest(`an on-access scanner answers opens and reads in ${SCAN} ms: ${op} of ${RUNS} fresh files on its mount, one after another, does not wait for it`, async (t) => {
+    const { file, data } = await scanned()
+    const { node: onNode, ours: onOurs } = ops[op]
+    const before = fastPathCounts()
+    const node = await gapOf(() => onNode(file(`node-${op}`)))
+    const names = Array.from({ length: RUNS }, (_, i) => `ours-${op}-${i}`)
+    const ours = await gapsOf(names.map((name) => () => onOurs(file(name))))
+    const after = fastPathCounts()
+    t.log(`largest gap: node:fs ${ms(node.gap)} (1 call, took ${ms(node.took)}), fairfs ${ms(ours.gap)} (${RUNS} calls, took ${ms(ours.took)})`)
+    t.log(`fairfs's largest gap during each call: ${ours.each.map(ms).join(', ')}`)
+    t.log(`fairfs.stats() before: ${JSON.stringify(before)}, after: ${JSON.stringify(after)}`)
+    t.is(node.error, undefined, 'node:fs succeeds')
+    t.deepEqual(describe(node), describe({ value: data[`node-${op}`] }), "node:fs's data")
+    t.is(ours.error, undefined, 'fairfs succeeds')
+    t.deepEqual(
+      ours.values.map((value) => describe({ value })),
+      names.map((name) => describe({ value: data[name] })),
+      "fairfs's data",
+    )
+    t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
+    t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)}): the JS thread waited on the scanner`)
+  })
+}
+
+scannerTest(`an on-access scanner answers opens and reads in ${SCAN} ms: stat and lstat of a file on its mount do not wait for it`, async (t) => {
+  const { file } = await scanned()
+  const target = file('stat')
+  const calls = (side) => ['stat', 'lstat'].map((op) => () => ops[op][side](target))
+  const promised = ['stat', 'lstat'].map((op) => () => fairfs.promises[op](target))
+  const before = fastPathCounts()
+  const node = await gapsOf(calls('node'))
+  const ours = await gapsOf([...calls('ours'), ...promised])
+  const after = fastPathCounts()
+  t.log(`largest gap: node:fs ${ms(node.gap)} (stat, lstat), fairfs ${ms(ours.gap)} (stat, lstat, promises.stat, promises.lstat; took ${ms(ours.took)})`)
+  t.log(`fairfs.stats() before: ${JSON.stringify(before)}, after: ${JSON.stringify(after)}`)
+  t.is(node.error, undefined, 'node:fs succeeds')
+  t.is(ours.error, undefined, 'fairfs succeeds')
+  t.deepEqual(
+    ours.values.map((value) => describe({ value })),
+    [...node.values, ...node.values].map((value) => describe({ value })),
+    "the same stats as node:fs's",
+  )
+  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
+  t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)})`)
 })
