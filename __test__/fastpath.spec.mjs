@@ -173,3 +173,39 @@ nativeOnly(test.serial)('a stream opened on this thread and destroyed at once cl
   await Promise.all(streams.map((s) => new Promise((resolve) => s.on('close', resolve))))
   t.is(fdsOpenOn(path), 0)
 })
+
+nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off in worker_threads too, and FAIRFS_FAST_PATH=0 from the start', async (t) => {
+  const { Worker } = await import('node:worker_threads')
+  const { execFileSync } = await import('node:child_process')
+  const { path } = makeFile(100)
+  fs.readFileSync(path)
+  // A worker reports its own view of the setting and what its readFile counted.
+  const inWorker = () =>
+    new Promise((resolve, reject) => {
+      const code = `
+        const { parentPort, workerData } = require('node:worker_threads')
+        const fairfs = require(workerData.index)
+        fairfs.readFile(workerData.path, (err) => {
+          if (err) throw err
+          const { fastPath, fastPathHits } = fairfs.stats()
+          parentPort.postMessage({ fastPath, fastPathHits })
+        })`
+      const index = new URL('../index.js', import.meta.url).pathname
+      const worker = new Worker(code, { eval: true, workerData: { index, path } })
+      worker.once('message', resolve)
+      worker.once('error', reject)
+    })
+  fairfs.configure({ fastPath: false })
+  t.teardown(() => fairfs.configure({ fastPath: true }))
+  const before = fairfs.stats().fastPathHits
+  const off = await inWorker()
+  t.false(off.fastPath, "the worker sees the main thread's setting")
+  t.is(off.fastPathHits, before, 'no fast-path hit anywhere in the process')
+  // Turned back on, it is on in workers too.
+  fairfs.configure({ fastPath: true })
+  t.true((await inWorker()).fastPath)
+  const child = execFileSync(process.execPath, ['-e', `const f = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)}); console.log(JSON.stringify(f.stats().fastPath))`], {
+    env: { ...process.env, FAIRFS_FAST_PATH: '0' },
+  })
+  t.is(String(child).trim(), 'false', 'FAIRFS_FAST_PATH=0 in the environment')
+})
