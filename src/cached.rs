@@ -108,6 +108,15 @@ const ON: u8 = 1;
 const OFF: u8 = 2;
 static ENABLED: AtomicU8 = AtomicU8::new(UNREAD);
 
+/// Reads the mount table and starts its watcher now rather than at the first fast
+/// path: the binding's load does it, so that the watcher's one descriptor (on
+/// `/proc/self/mountinfo`, held for the life of the process) and thread exist from
+/// the start instead of appearing in the middle of a caller's work.
+pub fn prepare() {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    crate::locality::prepare();
+}
+
 /// Calling-thread calls that took longer than a call answered from memory can, each
 /// pausing the fast paths on its mount for a while ([`crate::locality`]).
 pub fn slow_calls() -> u64 {

@@ -52,6 +52,11 @@ pub fn observe_open(fd: Fd, took: std::time::Duration) {
     }
 }
 
+/// Reads the mount table and starts its watcher, if not done yet.
+pub fn prepare() {
+    let _ = watch::current();
+}
+
 /// `fd`'s mount id if the table says that mount is local.
 fn local_id(fd: Fd) -> Option<u64> {
     let table = watch::current()?;

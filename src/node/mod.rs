@@ -65,6 +65,7 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
     // The first environment's load, before any thread of ours: what runs now besides
     // this thread is the runtime's (policy::host_threads).
     crate::policy::host_threads::note_runtime_threads();
+    crate::cached::prepare();
     env::init_env(env, on_complete, max_length)
 }
 
