@@ -14,6 +14,10 @@
 // definition and gain nothing from a pool, and the fs.read*/open primitives, whose
 // callers manage fds and buffers themselves.
 //
+// A function a caller replaced since fairfs loaded is left alone, by install() and by
+// uninstall() (see atLoad). While node:fs's binding is mocked (mock-fs), the
+// replacements hand every call back to node:fs's own (lib/mocked.js).
+//
 // FileHandle is not exported by Node, so its prototype is learnt from a handle:
 // install() opens one (this file) and fs.promises.open is wrapped while installed,
 // so the prototype is patched before any caller holds a handle made after install().
@@ -22,58 +26,111 @@ const fs = require('node:fs')
 const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
 const { realpathFor } = require('./realpath')
+const { nodeServes } = require('./mocked')
 
 /** The metadata calls install() routes to the pool, callback and promise forms. */
 const kMetadata = ['stat', 'lstat', 'access', 'readdir']
 
-/** The node:fs functions install() replaced, or null when not installed. */
+/**
+ * node:fs's functions as they were when fairfs loaded (this file loads with it), by
+ * key: install() replaces only these.
+ *
+ * Functions a caller put in place since (a test's memfs or unionfs patch, a stub, an
+ * instrumentation wrapper) are left alone by install(): the caller chose what serves
+ * that call, and replacing it would quietly send their in-memory files to the real
+ * disk. Node's documentation says nothing of such stacking; this is what a caller
+ * would want, and fs.realpath was already treated so (lib/realpath.js). Likewise
+ * uninstall() puts node:fs's function back only where fairfs's is still in place: one a
+ * caller put over fairfs's since install() is the caller's to restore (restoring ours
+ * over it would drop their patch midway; their own restore later puts back what they
+ * replaced). A function replaced before fairfs loaded cannot be told from node:fs's
+ * own, and is replaced as node:fs's would be.
+ */
+const atLoad = {
+  readFile: fs.readFile,
+  'promises.readFile': fs.promises.readFile,
+  createReadStream: fs.createReadStream,
+  'promises.open': fs.promises.open,
+  realpath: fs.realpath,
+  'realpath.native': fs.realpath.native,
+  'promises.realpath': fs.promises.realpath,
+}
+for (const name of kMetadata) {
+  atLoad[name] = fs[name]
+  atLoad[`promises.${name}`] = fs.promises[name]
+}
+
+/** What install() replaced, as `{ holder, name, original, replacement }`, or null when not installed. */
 let originals = null
-/** FileHandle.prototype's own methods that install() replaced, or null. */
+/** FileHandle.prototype's methods as node:fs has them, once learnt. */
+let handleNode = null
+/** FileHandle.prototype's methods that install() replaced, as originals' entries, or null. */
 let handleOriginals = null
 /** FileHandle.prototype, once learnt. */
 let handleProto = null
 /** The API install() was given, for the FileHandle methods. */
 let api = null
 
+/**
+ * Puts `replacement` at `holder[name]` if what is there is node:fs's function `key`
+ * as it was when fairfs loaded, and records it in `into`.
+ */
+function swap(into, holder, name, key, replacement) {
+  const original = holder[name]
+  if (original !== atLoad[key]) return
+  into.push({ holder, name, original, replacement })
+  holder[name] = replacement
+}
+
+/** Undoes the swaps in `done` where fairfs's function is still in place. */
+function undo(done) {
+  for (const { holder, name, original, replacement } of done) {
+    if (holder[name] === replacement) holder[name] = original
+  }
+}
+
 /** Patches node:fs. Calling it again changes nothing. */
 function install(fairfs) {
   if (originals) return
   api = fairfs
-  originals = {
-    readFile: fs.readFile,
-    promisesReadFile: fs.promises.readFile,
-    createReadStream: fs.createReadStream,
-    promisesOpen: fs.promises.open,
-  }
-  fs.readFile = api.readFileCallback
-  fs.promises.readFile = api.promises.readFile
-  fs.createReadStream = api.createReadStream
+  originals = []
+  swap(originals, fs, 'readFile', 'readFile', api.readFileCallback)
+  swap(originals, fs.promises, 'readFile', 'promises.readFile', api.promises.readFile)
+  swap(originals, fs, 'createReadStream', 'createReadStream', api.createReadStream)
   if (api.metadata) {
     for (const name of kMetadata) {
-      originals[name] = fs[name]
-      originals[`promises.${name}`] = fs.promises[name]
-      fs[name] = api.metadata[name]
-      fs.promises[name] = api.metadata.promises[name]
+      swap(originals, fs, name, name, api.metadata[name])
+      swap(originals, fs.promises, name, `promises.${name}`, api.metadata.promises[name])
     }
-    originals.realpath = fs.realpath
-    originals.realpathNative = fs.realpath.native
-    originals.promisesRealpath = fs.promises.realpath
-    fs.realpath = realpathFor(fs.realpath)
-    fs.realpath.native = api.metadata.realpathNative
-    fs.promises.realpath = api.metadata.promises.realpath
+    swap(originals, fs.promises, 'realpath', 'promises.realpath', api.metadata.promises.realpath)
+    const realpath = fs.realpath
+    // A caller's fs.realpath is left alone, its .native too.
+    if (realpath === atLoad.realpath) {
+      const native = realpath.native === atLoad['realpath.native'] ? api.metadata.realpathNative : realpath.native
+      const walk = realpathFor(realpath)
+      if (walk === realpath) {
+        swap(originals, realpath, 'native', 'realpath.native', native)
+      } else {
+        // The walk is fairfs's own function: its .native is the one that serves now.
+        walk.native = native
+        swap(originals, fs, 'realpath', 'realpath', walk)
+      }
+    }
   }
-  const open = originals.promisesOpen
+  // FileHandle's prototype is learnt from node:fs's own open only: a caller's open may
+  // give handles of its own kind (memfs's), whose prototype is not node's to patch.
+  const open = atLoad['promises.open']
   // FileHandle's prototype, learnt from `handle` while installed and not yet patched.
   const learn = (handle) => {
     if (originals && !handleOriginals) patchFileHandle(Object.getPrototypeOf(handle))
   }
-  fs.promises.open = {
+  swap(originals, fs.promises, 'open', 'promises.open', {
     async open(...args) {
       const handle = await open.apply(this, args)
       learn(handle)
       return handle
     },
-  }.open
+  }.open)
   if (handleProto) {
     patchFileHandle(handleProto)
   } else {
@@ -88,26 +145,15 @@ function install(fairfs) {
   syncBuiltinESMExports()
 }
 
-/** Restores exactly the functions install() replaced. Calling it again changes nothing. */
+/**
+ * Restores the functions install() replaced, where fairfs's are still in place (see
+ * atLoad). Calling it again changes nothing.
+ */
 function uninstall() {
   if (!originals) return
-  fs.readFile = originals.readFile
-  fs.promises.readFile = originals.promisesReadFile
-  fs.createReadStream = originals.createReadStream
-  fs.promises.open = originals.promisesOpen
-  for (const name of kMetadata) {
-    if (name in originals) {
-      fs[name] = originals[name]
-      fs.promises[name] = originals[`promises.${name}`]
-    }
-  }
-  if ('realpathNative' in originals) {
-    fs.realpath = originals.realpath
-    fs.realpath.native = originals.realpathNative
-    fs.promises.realpath = originals.promisesRealpath
-  }
+  undo(originals)
   if (handleOriginals) {
-    for (const [name, fn] of Object.entries(handleOriginals)) handleProto[name] = fn
+    undo(handleOriginals)
     handleOriginals = null
   }
   originals = null
@@ -124,7 +170,7 @@ function isInstalled() {
  * only come back to fairfs.
  */
 function nodeHandleReadFile(handle, options) {
-  const readFile = handleOriginals && Object.getPrototypeOf(handle) === handleProto ? handleOriginals.readFile : handle.readFile
+  const readFile = handleNode && Object.getPrototypeOf(handle) === handleProto ? handleNode.readFile : handle.readFile
   return Reflect.apply(readFile, handle, [options])
 }
 
@@ -136,33 +182,40 @@ function nodeHandleReadFile(handle, options) {
  */
 function patchFileHandle(proto) {
   handleProto = proto
-  handleOriginals = { readFile: proto.readFile, createReadStream: proto.createReadStream }
-  const originalReadFile = handleOriginals.readFile
+  // node:fs's own, from the first time the prototype is seen (before any patch of ours).
+  handleNode ??= { readFile: proto.readFile, createReadStream: proto.createReadStream, stat: proto.stat }
+  handleOriginals = []
+  const { readFile: originalReadFile, stat: originalStat } = handleNode
+  const patch = (name, replacement) => {
+    if (proto[name] !== handleNode[name]) return // a caller's, left alone (see atLoad)
+    handleOriginals.push({ holder: proto, name, original: proto[name], replacement })
+    proto[name] = replacement
+  }
   if (api.metadata) {
-    const originalStat = (handleOriginals.stat = proto.stat)
-    proto.stat = {
+    patch('stat', {
       stat(options) {
-        // A closed handle, or options node:fs must judge: node's own outcome.
-        if (this.fd === -1 || options === null) return originalStat.call(this, options)
+        // A closed handle, options node:fs must judge, or a mocked binding (whose fd
+        // this is): node's own outcome.
+        if (this.fd === -1 || options === null || nodeServes()) return originalStat.call(this, options)
         return api.metadata.handleStat(this, options)
       },
-    }.stat
+    }.stat)
   }
 
-  proto.readFile = {
+  patch('readFile', {
     readFile(options) {
       // A closed handle: node's own error (EBADF 'file closed', syscall readFile).
       if (this.fd === -1) return originalReadFile.call(this, options)
       // fairfs holds the handle while it reads (lib/filehandle.js): close() waits.
       return api.promises.readFile(this, options)
     },
-  }.readFile
-  proto.createReadStream = {
+  }.readFile)
+  patch('createReadStream', {
     createReadStream(options = undefined) {
       if (options?.fs !== undefined) throw methodNotImplemented('FileHandle with fs')
       return api.createReadStream(undefined, { ...options, fd: this })
     },
-  }.createReadStream
+  }.createReadStream)
 }
 
 module.exports = { install, uninstall, isInstalled, nodeHandleReadFile }

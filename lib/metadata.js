@@ -18,6 +18,7 @@ const { validatePath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
 const { current: settings } = require('./settings')
+const { nodeServes } = require('./mocked')
 
 const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
 /** node:fs's own functions, taken before install() replaces them. */
@@ -41,9 +42,13 @@ const supported = typeof binding.statPath === 'function'
 
 const kMaxAccessMode = F_OK | R_OK | W_OK | X_OK
 
-/** `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge it. */
+/**
+ * `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge
+ * it, or serve it: while node:fs's binding is mocked (lib/mocked.js), every call.
+ */
 function acceptedPath(path) {
   if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
+  if (nodeServes()) return null
   try {
     return validatePath(path)
   } catch {

@@ -17,6 +17,11 @@ const { validateConfigure, current, kFastPathMax } = require('./settings')
 const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
 const metadata = require('./metadata')
+const { nodeServes } = require('./mocked')
+// node:fs's own functions behind fairfs's API (the node backend's), taken now, before
+// install() patches node:fs: what serves every call while node:fs's binding is mocked
+// (lib/mocked.js).
+const nodeApi = require('./fallback')
 
 // The fast paths are on or off for the whole process (worker_threads included), so
 // this thread's setting is the addon's: configure({ fastPath }) sets it there, and
@@ -170,10 +175,12 @@ function start(path, options, done, allowFd) {
 
 function readFileCallback(path, options, callback) {
   if (typeof callback !== 'function') throw invalidArgType('cb', 'of type function', callback)
+  if (nodeServes()) return nodeApi.readFile(path, options, callback)
   start(path, getOptions(options), callback, true)
 }
 
 function readFilePromise(path, options, allowFd) {
+  if (nodeServes()) return allowFd ? nodeApi.readFile(path, options) : nodeApi.promises.readFile(path, options)
   return new Promise((resolve, reject) => {
     start(path, getOptions(options), (err, data) => (err ? reject(err) : resolve(data)), allowFd)
   })
@@ -207,6 +214,7 @@ function readFile(path, options, callback) {
  * @returns {Promise<Array<Buffer | string> | Array<PromiseSettledResult<Buffer | string>>>}
  */
 function readFiles(paths, options) {
+  if (nodeServes()) return nodeApi.readFiles(paths, options)
   return new Promise((resolve, reject) => {
     if (paths == null || typeof paths[Symbol.iterator] !== 'function' || typeof paths === 'string') {
       throw invalidArgType('paths', 'an instance of Array', paths)

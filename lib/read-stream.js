@@ -21,6 +21,7 @@ const { hold } = require('./filehandle')
 const { outOfRange } = require('./errors')
 const { current: settings, kIoMaxLength, kFastPathMax } = require('./settings')
 const { replaced, replacedRead, readThrough, openPatched } = require('./replaced-fs')
+const { nodeServes } = require('./mocked')
 const { openCached, readCached } = require('./stream-fast-path')
 const turns = require('./turns')
 
@@ -104,9 +105,10 @@ class ReadStream extends Readable {
   constructor(path, options) {
     // A custom `fs` (memfs and the like) is called for open, read and close: node's own
     // stream does that, so such a stream is node's. So is one that must share fds with
-    // node:fs on Windows (see nodeFdsOnWindows).
+    // node:fs on Windows (see nodeFdsOnWindows), and every stream while node:fs's
+    // binding is mocked (lib/mocked.js).
     const object = options != null && typeof options === 'object'
-    if ((object && options.fs != null) || nodeFdsOnWindows(object ? options : {}, new.target)) {
+    if ((object && options.fs != null) || nodeServes() || nodeFdsOnWindows(object ? options : {}, new.target)) {
       return new NodeReadStream(path, options)
     }
     // Inherited options count, as node:fs copies them with a for-in loop.
