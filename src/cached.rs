@@ -12,7 +12,7 @@
 //!
 //! **Only on local mounts.** FUSE, NFS, CIFS and 9p answer an open, a stat, even a
 //! `statfs`, through a daemon or a server, which the calling thread must never wait
-//! for. [`crate::locality`] says whether a file's mount is local without asking its
+//! for. `locality` says whether a file's mount is local without asking its
 //! file system, and times the calls made here, pausing a mount whose calls are slow
 //! anyway. FIFOs, devices and sockets are never opened here: the look says what the
 //! file is before anything is opened.
@@ -60,7 +60,7 @@ fn open_unless_lacking(
 /// if they can be had without blocking, else `None` and the caller asks the pool. The
 /// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
 /// disk or a revalidation; `statx` of that fd then reads the inode in memory, on a
-/// local mount ([`crate::locality`]). Errors (a missing file included) go to the
+/// local mount (`locality`). Errors (a missing file included) go to the
 /// pool, which reports them as node:fs does.
 #[cfg(unix)]
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
@@ -118,7 +118,7 @@ pub fn prepare() {
 }
 
 /// Calling-thread calls that took longer than a call answered from memory can, each
-/// pausing the fast paths on its mount for a while ([`crate::locality`]).
+/// pausing the fast paths on its mount for a while (`locality`).
 pub fn slow_calls() -> u64 {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     return crate::locality::SLOW_CALLS.load(Ordering::Relaxed);
@@ -221,7 +221,7 @@ fn look(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
 
 /// Runs `calls` on this thread if `fd` lies on a local mount where it may `to` (the
 /// guard allows it, and for contents the pool's opens there have earned trust), timing them
-/// ([`crate::locality`]); `None` otherwise.
+/// (`locality`); `None` otherwise.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 fn on_local<T>(fd: crate::sys::Fd, to: Use, calls: impl FnOnce() -> T) -> Option<T> {
     let mount = crate::locality::local_mount(fd, to)?;
