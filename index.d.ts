@@ -9,7 +9,8 @@ import type { Readable } from 'node:stream'
  * or 'node' (node:fs itself, where the native addon does not load, or FAIRFS_BACKEND=node).
  */
 export const backend: 'native' | 'node'
-/** The error the native addon failed to load with (the backend is then 'node'), or null. */
+/** Why the native addon did not load (the backend is then 'node'): fairfs's explanation (no binary for this
+ *  platform, its package not installed, or it failed to load), with the loader's error as `cause`; or null. */
 export const nativeError: Error | null
 
 /** A path, a `file:` URL, an open fd or a FileHandle (read from its position, not closed). */

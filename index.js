@@ -20,3 +20,9 @@ module.exports = {
 }
 // The API itself, index.d.ts has each one's type and documentation.
 for (const name of names) module.exports[name] = api[name]
+// index.d.ts declares a default export (the ESM entry has one), so TypeScript compiled to
+// CommonJS without esModuleInterop reads `require('fairfs').default`: it is the module
+// itself, as fastify does it. Not enumerable, so that Object.keys() and spreads
+// list the API alone; no `__esModule`, so that interop helpers and bundlers keep taking
+// the whole module as the default export.
+Object.defineProperty(module.exports, 'default', { value: module.exports, writable: true, configurable: true })

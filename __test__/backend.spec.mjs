@@ -61,10 +61,15 @@ test('the binary-less copy really has no binary', (t) => {
   t.true(all.includes(path.join('node_modules', 'fairfs', 'lib', 'fallback.js')))
 })
 
+/** This platform's entry in scripts/platforms.mjs: the name the loader asks for here. */
+function ownPlatform() {
+  const glibc = process.report.getReport().header.glibcVersionRuntime !== undefined
+  return Object.values(platforms).find((p) => p.os === process.platform && p.cpu === process.arch && (p.libc === undefined || p.libc === (glibc ? 'glibc' : 'musl')))
+}
+
 test('a binary that fails to load: node:fs with one warning that names the failure', async (t) => {
   // The name the loader asks for here, holding what no platform can load.
-  const glibc = process.report.getReport().header.glibcVersionRuntime !== undefined
-  const own = Object.values(platforms).find((p) => p.os === process.platform && p.cpu === process.arch && (p.libc === undefined || p.libc === (glibc ? 'glibc' : 'musl')))
+  const own = ownPlatform()
   const broken = binarylessApp()
   t.teardown(() => fs.rmSync(broken, { recursive: true, force: true }))
   fs.writeFileSync(path.join(broken, 'node_modules', 'fairfs', `fairfs.${own.name}.node`), 'not a shared library')
@@ -76,6 +81,45 @@ test('a binary that fails to load: node:fs with one warning that names the failu
   t.is(out.warnings.length, 1)
   t.is(out.warnings[0].code, 'FAIRFS_NATIVE_UNAVAILABLE')
   t.true(out.warnings[0].detail.includes(`fairfs.${own.name}.node`), out.warnings[0].detail)
+  // The cause: the file is there and failed to load, with the loader's error for it.
+  t.regex(out.nativeError.message, new RegExp(`: fairfs\\.${own.name}\\.node is there, but its binary failed to load: .*fairfs\\.${own.name}\\.node\\b`))
+  t.true(out.warnings[0].message.startsWith(out.nativeError.message), out.warnings[0].message)
+})
+
+/** What `fairfs.nativeError` and the warning say in `cwd`, with `preload` run first. */
+async function explanation(cwd, preload) {
+  const code = `${preload ?? ''}
+    const warnings = []
+    process.on('warning', (w) => warnings.push({ message: w.message, detail: w.detail }))
+    const f = require('fairfs')
+    setImmediate(() => console.log(JSON.stringify({ backend: f.backend, nativeError: f.nativeError.message, warnings })))`
+  const r = await run(['-e', code], { cwd })
+  return JSON.parse(r.stdout)
+}
+
+test('the warning tells apart no platform package, a platform package whose binary fails, and no binary for the platform', async (t) => {
+  const own = ownPlatform()
+  const notInstalled = await explanation(app)
+  t.regex(notInstalled.nativeError, new RegExp(`^fairfs: the native addon does not load on ${platform}\\S*: its platform package fairfs-${own.name} is not installed$`))
+  t.regex(notInstalled.warnings[0].detail, /--omit=optional/)
+  t.regex(notInstalled.warnings[0].detail, /npm run pack:local/, 'a tarball packed from a clone: what to do instead')
+
+  const broken = binarylessApp()
+  t.teardown(() => fs.rmSync(broken, { recursive: true, force: true }))
+  const pkg = path.join(broken, 'node_modules', `fairfs-${own.name}`)
+  fs.mkdirSync(pkg)
+  fs.copyFileSync(path.join(root, 'npm', own.name, 'package.json'), path.join(pkg, 'package.json'))
+  fs.writeFileSync(path.join(pkg, `fairfs.${own.name}.node`), 'not a shared library')
+  const failed = await explanation(broken)
+  t.is(failed.backend, 'node')
+  t.regex(failed.nativeError, new RegExp(`: fairfs-${own.name} is installed, but its binary failed to load: .*fairfs-${own.name}.*fairfs\\.${own.name}\\.node\\b`))
+  t.is(failed.warnings.length, 1)
+
+  // An architecture fairfs has no binary for (as the loader sees it).
+  const unsupported = await explanation(app, "Object.defineProperty(process, 'arch', { value: 'mips' })")
+  t.regex(unsupported.nativeError, /-mips\S*: fairfs has no binary for this platform$/)
+  const listed = unsupported.warnings[0].detail.match(/^Prebuilt binaries exist for (.*)\. Elsewhere/)?.[1].split(', ')
+  t.deepEqual(listed?.sort(), Object.values(platforms).map((p) => p.name).sort(), 'lists the platforms there are binaries for')
 })
 
 const probe = `const f = require(process.argv[1]);
@@ -113,8 +157,8 @@ test('FAIRFS_BACKEND=native without a binary: require() and import throw, saying
   t.is(out.code, 'ERR_FAIRFS_NATIVE_UNAVAILABLE')
   t.is(out.esm, 'ERR_FAIRFS_NATIVE_UNAVAILABLE')
   t.true(out.message.startsWith(`fairfs: FAIRFS_BACKEND=native, but the native addon does not load on ${platform}`), out.message)
+  t.regex(out.message, /: its platform package fairfs-\S+ is not installed$/, 'says why')
   t.regex(out.cause, /Cannot find native binding/, 'the cause is the loader\'s error')
-  t.true(out.message.endsWith(out.cause))
   t.is(occurrences(r.stderr, kWarningCode), 0, 'an error, not a warning')
 })
 
@@ -132,8 +176,8 @@ for (const entry of ['backend-app.cjs', 'backend-app.mjs']) {
     t.is(r.code, 0, r.stderr)
     const out = JSON.parse(r.stdout)
     t.is(out.backend, 'node')
-    t.regex(out.nativeError.message, /^Cannot find native binding/)
-    t.true(out.nativeError.hasCause, 'nativeError is the loader\'s error, with what it tried as cause')
+    t.regex(out.nativeError.message, new RegExp(`^fairfs: the native addon does not load on ${platform}\\S*: its platform package fairfs-\\S+ is not installed$`))
+    t.true(out.nativeError.hasCause, 'nativeError says why, with the loader\'s error as its cause')
     t.true(out.esmSameModule, 'import and require give the same module')
     t.true(out.requireSameModule)
     t.deepEqual(Object.entries(out.checks).filter(([, ok]) => !ok), [], 'APIs that differ from node:fs')
@@ -148,8 +192,9 @@ for (const entry of ['backend-app.cjs', 'backend-app.mjs']) {
     t.is(warning.code, 'FAIRFS_NATIVE_UNAVAILABLE')
     t.is(warning.name, 'Warning')
     t.true(warning.message.startsWith(`fairfs: the native addon does not load on ${platform}`), warning.message)
-    if (process.platform === 'linux') t.regex(warning.message, new RegExp(`on ${platform}-(gnu|musl) `))
-    t.true(warning.message.includes(out.nativeError.message.split('\n')[0]), 'names the load error')
+    if (process.platform === 'linux') t.regex(warning.message, new RegExp(`on ${platform}-(gnu|musl): `))
+    t.true(warning.message.startsWith(out.nativeError.message), 'says why, as nativeError does')
+    t.notRegex(warning.message, /npm has a bug/, 'not napi-rs\'s guess')
     t.regex(warning.message, /readFile, promises\.readFile, readFiles and createReadStream still work/)
     t.regex(warning.detail, /Cannot find module '\.\/fairfs\..*\.node'/, 'detail lists what was tried')
     t.regex(warning.detail, /FAIRFS_BACKEND=node/)

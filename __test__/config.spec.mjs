@@ -5,7 +5,9 @@ import zlib from 'node:zlib'
 import test from 'ava'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fairfs, isNative, nativeOnly, makeFile, portable, windows, posixOnly, noPoolMetadata } from './helpers.mjs'
+import { execFile, execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { fairfs, isNative, nativeOnly, makeFile, portable, windows, posixOnly, noPoolMetadata, tmpPath } from './helpers.mjs'
 
 /** Without a contention signal (the portable build) the big-read limit is fixed at
  *  one core left to the event loop and libuv, at least one. */
@@ -76,6 +78,45 @@ linuxSignal('libuv\'s threads are told apart from V8\'s, for the contention gove
   const end = Date.now() + 10_000
   while (fairfs.stats().libuvThreads < size && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
   t.is(fairfs.stats().libuvThreads, size)
+})
+
+linuxSignal('libuv\'s threads busy when fairfs loads are found once they are free', async (t) => {
+  // In a process of its own: two of libuv's four threads wait in open(2) of a FIFO with
+  // no writer when fairfs loads (libuv's queue is first in, first out, so they take
+  // those opens before the census's jobs). The census's first round sees only the other
+  // two, and its jobs end there; it once stopped at that, and the two were neighbours
+  // to the governor for good. Now later rounds run until they find the two, freed here.
+  const fifos = [tmpPath('census-a'), tmpPath('census-b')]
+  for (const fifo of fifos) execFileSync('mkfifo', [fifo])
+  const script = `
+    const fs = require('node:fs')
+    const fifos = ${JSON.stringify(fifos)}
+    const opened = fifos.map((fifo) => new Promise((resolve, reject) => fs.open(fifo, 'r', (e, fd) => (e ? reject(e) : resolve(fd)))))
+    const fairfs = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))})
+    const count = () => fairfs.stats().libuvThreads
+    const until = async (ok) => { for (const end = Date.now() + 10000; !ok() && Date.now() < end;) await new Promise((r) => setTimeout(r, 10)) }
+    ;(async () => {
+      await until(() => count() >= 2)
+      await new Promise((r) => setTimeout(r, 150)) // the first round and the first retry are over
+      const whileBusy = count()
+      // A writer that opens without waiting frees each reader's thread.
+      const writers = fifos.map((fifo) => fs.openSync(fifo, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK))
+      const readers = await Promise.all(opened)
+      const t0 = Date.now()
+      await until(() => count() === 4)
+      console.log(JSON.stringify({ whileBusy, after: count(), ms: Date.now() - t0 }))
+      for (const fd of [...writers, ...readers]) fs.closeSync(fd)
+    })()`
+  const { stdout } = await new Promise((resolve, reject) =>
+    execFile(process.execPath, ['-e', script], { env: { ...process.env, UV_THREADPOOL_SIZE: '4' }, timeout: 30_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve({ stdout }),
+    ),
+  )
+  const out = JSON.parse(stdout)
+  const [major, minor] = process.versions.uv.split('.').map(Number)
+  // libuv 1.50+ names its threads, busy or not; older libuv's are found by the census.
+  if (major === 1 && minor < 50) t.is(out.whileBusy, 2, 'the census could not see the two busy threads')
+  t.is(out.after, 4, `all four found (${out.ms} ms after they were freed)`)
 })
 
 nativeOnly(test.serial)('configure() resizes the pool while reads are in flight', async (t) => {

@@ -9,8 +9,20 @@
 // without loading the addon or warning; 'native' makes a missing addon an error at
 // require(). Any other value is an error at require() too: a misspelt setting must
 // not quietly become another one. Case and surrounding spaces do not matter.
+//
+// Where the addon does not load, the warning (and `nativeError`) says why, in the
+// user's terms: NAPI_RS_NATIVE_LIBRARY_PATH's file did not load; or the binary for
+// this platform is there (its platform package, or a file next to this package) but
+// failed to load, and with what error; or fairfs has no binary for this platform; or
+// it has one, in an optional platform package that is not installed. napi-rs's loader
+// gives one message for all of them, which blames npm's optional-dependency bug.
 
+const fs = require('node:fs')
+const path = require('node:path')
 const { withCode } = require('./errors')
+
+/** The package's root, where binding.js looks for a binary next to itself. */
+const root = path.join(__dirname, '..')
 
 const kValues = ['auto', 'native', 'node']
 
@@ -63,26 +75,103 @@ function causes(err) {
   return lines.reverse()
 }
 
-function warnOnce(err, platform) {
+/**
+ * The name napi-rs's loader gives this platform's binary: `fairfs.<name>.node` next to
+ * binding.js, or the optional package `fairfs-<name>`. Windows x64 is `win32-x64-msvc`.
+ */
+function binaryName(platform) {
+  return process.platform === 'win32' ? `${platform}-msvc` : platform
+}
+
+/** Whether `request` resolves from the package's root, as binding.js requires it. */
+function resolves(request) {
+  try {
+    require.resolve(request, { paths: [root] })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The loader's messages that are not "this file or package is missing". */
+const isLoadFailure = (line) => !/^Cannot find module |^Unsupported (OS|architecture)/.test(line)
+
+/**
+ * Why the addon did not load, from what is installed and what the loader tried
+ * (`reasons`, each attempt's first line): `{ reason, hint }`, a clause for the message
+ * and a sentence or two for the warning's detail.
+ */
+function diagnose(reasons, platform) {
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+  if (override) {
+    return { reason: `NAPI_RS_NATIVE_LIBRARY_PATH (${override}) failed to load: ${reasons[0] ?? 'unknown error'}`, hint: '' }
+  }
+  const name = binaryName(platform)
+  const pkg = `fairfs-${name}`
+  const file = `fairfs.${name}.node`
+  const installed = resolves(`${pkg}/package.json`)
+  const beside = fs.existsSync(path.join(root, file))
+  if (installed || beside) {
+    // The binary is there but did not load: the loader's own error for it (a dlopen
+    // error, a version mismatch), or a file the package should hold and does not.
+    const why = reasons.find(isLoadFailure) ?? reasons.find((r) => r.includes(installed ? pkg : file)) ?? 'unknown error'
+    return {
+      reason: `${installed ? `${pkg} is installed` : `${file} is there`}, but its binary failed to load: ${why}`,
+      hint: 'Reinstalling may help if the file is damaged; a binary built for another platform or C library cannot load here.',
+    }
+  }
+  let supported = []
+  try {
+    supported = Object.keys(require('../package.json').optionalDependencies ?? {}).map((p) => p.replace(/^fairfs-/, ''))
+  } catch {}
+  if (!supported.includes(name)) {
+    return {
+      reason: 'fairfs has no binary for this platform',
+      hint: `Prebuilt binaries exist for ${supported.join(', ')}. Elsewhere fairfs runs on node:fs.`,
+    }
+  }
+  return {
+    reason: `its platform package ${pkg} is not installed`,
+    hint:
+      `npm installs ${pkg} as an optional dependency where it fits, and leaves it out under --omit=optional, ` +
+      'or from a package-lock.json made on another platform (https://github.com/npm/cli/issues/4828: remove ' +
+      'node_modules and package-lock.json, then install again). A tarball packed from a clone holds no binary: ' +
+      'pack it with `npm run pack:local`, which also packs the platform package (README, "Installing from a clone").',
+  }
+}
+
+/**
+ * `{ error, hint }`: the Error `nativeError` holds (why the addon did not load, with the
+ * loader's error as its cause) and what the warning's detail adds.
+ */
+function explain(err, platform) {
+  const tried = causes(err)
+  const { reason, hint } = diagnose(tried.length > 0 ? tried : [String(err.message).split('\n')[0]], platform)
+  return { error: new Error(`fairfs: the native addon does not load on ${platform}: ${reason}`, { cause: err }), hint }
+}
+
+function warnOnce({ error, hint }) {
   if (process[kWarned]) return
   Object.defineProperty(process, kWarned, { value: true })
-  const reasons = causes(err)
+  const reasons = causes(error.cause)
   process.emitWarning(
-    `fairfs: the native addon does not load on ${platform} (${err.message.split('\n')[0]}); using node:fs instead. ` +
+    `${error.message}. Using node:fs instead: ` +
       'readFile, promises.readFile, readFiles and createReadStream still work, with node:fs\'s results, ' +
       'errors and speed; configure() changes nothing and install() does nothing.',
     {
       code: 'FAIRFS_NATIVE_UNAVAILABLE',
       detail:
-        (reasons.length > 0 ? `Load errors:\n${reasons.map((r) => `  ${r}`).join('\n')}\n` : '') +
+        (hint ? `${hint}\n` : '') +
+        (reasons.length > 0 ? `What the loader tried:\n${reasons.map((r) => `  ${r}`).join('\n')}\n` : '') +
         'Set FAIRFS_BACKEND=node to use node:fs without this warning, or FAIRFS_BACKEND=native to make this an error.',
     },
   )
 }
 
 /**
- * Chooses the backend. Returns `{ backend, nativeError }`: 'native' or 'node', and the
- * Error the addon failed to load with (null when it loaded or was not tried).
+ * Chooses the backend. Returns `{ backend, nativeError }`: 'native' or 'node', and why
+ * the addon did not load (null when it loaded or was not tried): an Error whose cause
+ * is the loader's.
  */
 function choose() {
   const want = requested()
@@ -91,16 +180,15 @@ function choose() {
     require('../binding.js')
     return { backend: 'native', nativeError: null }
   } catch (err) {
-    const error = err instanceof Error ? err : new Error(String(err))
-    const platform = platformName()
+    const explained = explain(err instanceof Error ? err : new Error(String(err)), platformName())
     if (want === 'native') {
       throw withCode(
-        new Error(`fairfs: FAIRFS_BACKEND=native, but the native addon does not load on ${platform}: ${error.message}`, { cause: error }),
+        new Error(explained.error.message.replace(/^fairfs: /, 'fairfs: FAIRFS_BACKEND=native, but '), { cause: explained.error.cause }),
         'ERR_FAIRFS_NATIVE_UNAVAILABLE',
       )
     }
-    warnOnce(error, platform)
-    return { backend: 'node', nativeError: error }
+    warnOnce(explained)
+    return { backend: 'node', nativeError: explained.error }
   }
 }
 

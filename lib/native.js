@@ -41,16 +41,32 @@ censusLibuvThreads()
 /**
  * Lets the pool's contention governor tell libuv's threads (zlib, crypto, node:fs)
  * from V8's: libuv before 1.50 (Node 20) leaves them unnamed, so one job per thread is
- * queued on libuv's pool, each noting the thread it runs on (src/policy/host_threads.rs). The
- * jobs wait for each other for at most 20 ms, once per process; newer libuv names its
- * threads and needs none.
+ * queued on libuv's pool, each noting the thread it runs on (src/policy/host_threads.rs).
+ * A job holds its thread for at most 20 ms while it waits for the others; newer libuv
+ * names its threads and needs none.
+ *
+ * A thread busy with other work (or not scheduled within those 20 ms) misses a round,
+ * and the round's jobs end on the threads it did see. So while the census has not seen
+ * every thread, another round runs later, off the hot path (unref'd timers, jobs on
+ * libuv's pool), at most kCensusRetries times, a tenth of a second first, then twice as
+ * long each time (about 100 s in all); the census keeps the threads of every round.
  */
 function censusLibuvThreads() {
   const [major, minor] = process.versions.uv.split('.').map(Number)
   if (process.platform !== 'linux' || major > 1 || minor >= 50) return
   // As libuv reads it: a number from 1 to 1024, 4 when unset.
   const size = Math.min(Math.max(Number.parseInt(process.env.UV_THREADPOOL_SIZE ?? '4', 10) || 1, 1), 1024)
-  for (let i = 0; i < size; i++) binding.censusHostPool(size).catch(() => {})
+  const kCensusRetries = 10
+  let retries = 0
+  const round = () => {
+    const jobs = []
+    for (let i = 0; i < size; i++) jobs.push(binding.censusHostPool(size))
+    Promise.all(jobs).then((complete) => {
+      if (complete.includes(true) || retries >= kCensusRetries) return
+      setTimeout(round, 100 * 2 ** retries++).unref()
+    }, () => {})
+  }
+  round()
 }
 
 /**

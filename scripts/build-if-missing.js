@@ -1,9 +1,11 @@
 // `prepare` hook: in a clone of the repository, `npm install` builds the addon when no
 // binary for this platform loads yet.
 //
-// npm runs `prepare` only in the project being developed (and for git dependencies),
-// never when fairfs is installed from the registry: an installed package has no
-// install script at all. There the loader picks the platform package (an
+// npm runs `prepare` in the project being developed (and for git and folder
+// dependencies). It never reaches users: the packages a release publishes are packed by
+// scripts/pack.mjs (`npm run pack:local`), which leaves `scripts` out of package.json,
+// and `npm pack` / `npm publish` of the clone itself refuse. An installed fairfs has no
+// lifecycle script at all: the loader picks the platform package (an
 // optionalDependency), and where none fits fairfs runs on its node:fs backend.
 'use strict'
 const { execFileSync } = require('node:child_process')

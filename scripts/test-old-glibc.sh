@@ -24,11 +24,10 @@ if [ ! -x "$rootfs/bin/sh" ]; then
 fi
 echo "== $(chroot "$rootfs" /usr/bin/ldd --version | head -1)"
 
-# The app: what `npm install fairfs` gives a linux-x64-gnu user.
-npm pack --silent --pack-destination "$work" >/dev/null
-mkdir -p "$work/platform" "$work/app"
-cp npm/linux-x64-gnu/package.json fairfs.linux-x64-gnu.node "$work/platform/"
-(cd "$work/platform" && npm pack --silent --pack-destination "$work" >/dev/null)
+# The app: what `npm install fairfs` gives a linux-x64-gnu user, from the tarballs a
+# release publishes (the main package and the platform package, scripts/pack.mjs).
+node scripts/pack.mjs --out "$work" --no-build >/dev/null
+mkdir -p "$work/app"
 echo '{"name":"app","private":true}' >"$work/app/package.json"
 (cd "$work/app" && npm install --silent --no-audit --no-fund "$work"/fairfs-linux-x64-gnu-*.tgz "$work"/fairfs-[0-9]*.tgz)
 cat >"$work/app/check.js" <<'EOF'

@@ -3,8 +3,9 @@
 use super::*;
 
 /// One job of the census of libuv's threads ([`crate::policy::host_threads`]): queued on
-/// libuv's pool (N-API async work runs there), it notes its thread and waits for the
-/// other `expected` jobs. Resolves whether the census is complete.
+/// libuv's pool (N-API async work runs there), it notes its thread and holds it until
+/// `expected` distinct threads are known or the timeout passed. Resolves whether the
+/// census is complete; while it is not, lib/native.js runs another round later.
 pub struct CensusJob(usize);
 
 impl Task for CensusJob {

@@ -16,11 +16,20 @@
 //! tells. Older libuv (Node 20) leaves every thread named like the process, and so do
 //! V8's helpers, which are busy with our own results' garbage and must not count. For
 //! those, the binding holds a **census**: it queues one job per libuv thread, and each
-//! job notes the thread it runs on, then waits at a barrier until every job has
-//! arrived (or [`CENSUS_TIMEOUT`] passed). A job held at the barrier keeps its thread,
-//! so the jobs cannot share one, and `expected` jobs land on `expected` distinct threads
-//! when the pool has that many free. libuv never stops its threads, so one census per
-//! process lasts.
+//! job notes the thread it runs on, then waits at a barrier until `expected` distinct
+//! threads have been noted (or [`CENSUS_TIMEOUT`] passed). A job held at the barrier
+//! keeps its thread, so the jobs cannot share one while the pool has threads free.
+//! A thread busy with other work (a long `pbkdf2`, a slow read) or not scheduled within
+//! the timeout misses the round: the jobs that timed out take the remaining ones on
+//! threads already noted, and the census stays open. The JS side then runs it again,
+//! a bounded number of times (lib/native.js), and every round adds the threads it
+//! saw, until all `expected` are known. libuv never stops its threads, so once
+//! complete the census lasts for the process.
+//!
+//! A libuv thread the census has not found is not the host pool's to the governor: it
+//! counts as a neighbour (CPU only, against a threshold twelve times higher) if it
+//! started after the binding loaded, or as one of the runtime's helpers (not at all) if
+//! before. Work that lands on it then holds big reads back less than it should.
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -32,46 +41,77 @@ pub const LIBUV_THREAD_NAME: &[u8] = b"libuv-worker";
 /// (or smaller than expected) must not be held longer than this.
 pub const CENSUS_TIMEOUT: Duration = Duration::from_millis(20);
 
-/// Threads found by the census, and the jobs that arrived at its barrier.
-struct Census {
+/// A census of the host pool's threads: the threads noted so far, over every round.
+pub struct Census {
+    state: Mutex<CensusState>,
+    /// Wakes the jobs held at the barrier once the census is complete.
+    completed: Condvar,
+}
+
+struct CensusState {
     /// Thread ids (Linux `gettid`) of the host pool's threads found so far.
     threads: Vec<i32>,
-    /// Jobs that have arrived at the barrier of the census under way.
-    arrived: usize,
-    /// The census ended: every expected job arrived once.
+    /// Every expected thread has been noted.
     complete: bool,
 }
 
-static CENSUS: Mutex<Census> = Mutex::new(Census { threads: Vec::new(), arrived: 0, complete: false });
-static ARRIVED: Condvar = Condvar::new();
+impl Census {
+    pub const fn new() -> Census {
+        Census { state: Mutex::new(CensusState { threads: Vec::new(), complete: false }), completed: Condvar::new() }
+    }
+
+    /// One job, on the thread `tid`, of a census expecting `expected` threads: notes
+    /// `tid`, then holds its thread until `expected` distinct threads are known or
+    /// `timeout` passed, so that the round's other jobs land on other threads. Returns
+    /// whether the census is complete; at once if it already was.
+    ///
+    /// Completion counts threads, not jobs: a job that lands on a thread already noted
+    /// (its first job timed out while another thread was busy) adds nothing.
+    pub fn arrive(&self, tid: i32, expected: usize, timeout: Duration) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.complete {
+            return true;
+        }
+        if !state.threads.contains(&tid) {
+            state.threads.push(tid);
+        }
+        if state.threads.len() >= expected {
+            state.complete = true;
+            self.completed.notify_all();
+            return true;
+        }
+        let deadline = Instant::now() + timeout;
+        while !state.complete {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
+            state = self.completed.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        // Timed out, the census stays open: a later round may find the threads this
+        // one missed.
+        state.complete
+    }
+
+    /// The threads noted so far.
+    pub fn known(&self) -> Vec<i32> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).threads.clone()
+    }
+}
+
+impl Default for Census {
+    fn default() -> Census {
+        Census::new()
+    }
+}
+
+/// This process's census of the host pool.
+static CENSUS: Census = Census::new();
 
 /// Run by each of `expected` census jobs on the host's pool: notes the calling thread
-/// as one of the pool's, then waits until `expected` jobs have arrived or
-/// [`CENSUS_TIMEOUT`] passed. Returns whether the census is complete. Returns at once
-/// once a census completed (libuv's threads live as long as the process).
+/// as one of the pool's and holds it at most [`CENSUS_TIMEOUT`] for the others
+/// ([`Census::arrive`]). Returns whether the census is complete: at once, once every
+/// expected thread has been noted.
 pub fn census(expected: usize) -> bool {
     let Some(me) = crate::sys::thread_id() else { return false };
-    let mut census = CENSUS.lock().unwrap_or_else(|p| p.into_inner());
-    if census.complete {
-        return true;
-    }
-    if !census.threads.contains(&me) {
-        census.threads.push(me);
-    }
-    census.arrived += 1;
-    if census.arrived >= expected {
-        census.complete = true;
-        ARRIVED.notify_all();
-        return true;
-    }
-    let deadline = Instant::now() + CENSUS_TIMEOUT;
-    while !census.complete {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
-        census = ARRIVED.wait_timeout(census, left).unwrap_or_else(|p| p.into_inner()).0;
-    }
-    // Timed out, the census stays open: a job held up behind other work may still
-    // arrive and be noted.
-    census.complete
+    CENSUS.arrive(me, expected, CENSUS_TIMEOUT)
 }
 
 /// Whether the thread `tid`, named `name`, is one of the host pool's, given the
@@ -136,7 +176,7 @@ pub(crate) fn cpu_snapshot() -> Option<crate::sys::CpuSnapshot> {
 
 /// The host pool's threads the census found.
 pub fn known() -> Vec<i32> {
-    CENSUS.lock().unwrap_or_else(|p| p.into_inner()).threads.clone()
+    CENSUS.known()
 }
 
 #[cfg(all(test, target_os = "linux", not(fairfs_portable)))]
@@ -169,6 +209,29 @@ mod tests {
         assert!(census(64));
         assert!(t0.elapsed() < CENSUS_TIMEOUT);
         assert_eq!(super::known().len(), 4);
+    }
+
+    #[test]
+    fn a_census_that_misses_busy_threads_stays_open_until_a_later_round_finds_them() {
+        // Four jobs on a pool of four whose threads 3 and 4 are busy: the jobs on 1 and 2
+        // time out, and the other two jobs then run on 1 and 2 as well. Four jobs
+        // arrived, but two threads are known: the census is not complete.
+        let census = Census::new();
+        let short = Duration::from_millis(1);
+        for tid in [1, 2, 1, 2] {
+            assert!(!census.arrive(tid, 4, short), "thread {tid}");
+        }
+        assert_eq!(census.known(), [1, 2]);
+        // A later round, with 3 and 4 free: it adds them, and completes at the fourth
+        // distinct thread without waiting.
+        assert!(!census.arrive(3, 4, short));
+        let t0 = Instant::now();
+        assert!(census.arrive(4, 4, Duration::from_secs(60)));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(census.known(), [1, 2, 3, 4]);
+        // Once complete, a job returns at once and notes nothing.
+        assert!(census.arrive(5, 4, Duration::from_secs(60)));
+        assert_eq!(census.known().len(), 4);
     }
 
     #[test]
