@@ -3,6 +3,7 @@
 import test from 'ava'
 import fs from 'node:fs'
 import os from 'node:os'
+import { fileURLToPath } from 'node:url'
 import { fairfs, nativeOnly, emulated, portable, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
 const cases = () => {
@@ -190,7 +191,7 @@ nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off
           const { fastPath, fastPathHits } = fairfs.stats()
           parentPort.postMessage({ fastPath, fastPathHits })
         })`
-      const index = new URL('../index.js', import.meta.url).pathname
+      const index = fileURLToPath(new URL('../index.js', import.meta.url))
       const worker = new Worker(code, { eval: true, workerData: { index, path } })
       worker.once('message', resolve)
       worker.once('error', reject)
@@ -204,7 +205,7 @@ nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off
   // Turned back on, it is on in workers too.
   fairfs.configure({ fastPath: true })
   t.true((await inWorker()).fastPath)
-  const child = execFileSync(process.execPath, ['-e', `const f = require(${JSON.stringify(new URL('../index.js', import.meta.url).pathname)}); console.log(JSON.stringify(f.stats().fastPath))`], {
+  const child = execFileSync(process.execPath, ['-e', `const f = require(${JSON.stringify(fileURLToPath(new URL('../index.js', import.meta.url)))}); console.log(JSON.stringify(f.stats().fastPath))`], {
     env: { ...process.env, FAIRFS_FAST_PATH: '0' },
   })
   t.is(String(child).trim(), 'false', 'FAIRFS_FAST_PATH=0 in the environment')
