@@ -65,24 +65,8 @@ function within(promise, limit, fallback) {
  * more turn, so that a wait at the very end counts too).
  */
 async function gapOf(run) {
-  let last = performance.now()
-  let worst = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    worst = Math.max(worst, now - last)
-    last = now
-  }, 5)
-  const start = performance.now()
-  let outcome
-  try {
-    outcome = { value: await run() }
-  } catch (error) {
-    outcome = { error }
-  }
-  const took = performance.now() - start
-  await sleep(15)
-  clearInterval(timer)
-  return { gap: Math.max(worst, performance.now() - last), took, ...outcome }
+  const { gap, took, values, error } = await gapsOf([run])
+  return error === undefined ? { gap, took, value: values[0] } : { gap, took, error }
 }
 
 const call = (fn) => new Promise((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value))))
