@@ -45,6 +45,8 @@ pub enum Syscall {
     Access,
     Realpath,
     Scandir,
+    Write,
+    Fsync,
 }
 
 impl Syscall {
@@ -59,6 +61,8 @@ impl Syscall {
             Syscall::Access => "access",
             Syscall::Realpath => "realpath",
             Syscall::Scandir => "scandir",
+            Syscall::Write => "write",
+            Syscall::Fsync => "fsync",
         }
     }
 

@@ -11,10 +11,18 @@ use crate::lent::Lent;
 use crate::loom::sync::atomic::AtomicBool;
 use crate::loom::sync::Arc;
 
+/// Which way a job moves file data ([`Job::data`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Data {
+    Read,
+    Written,
+    Neither,
+}
+
 /// What one step of a job did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
-    /// Bytes read in this step; charged to the job's deficit.
+    /// Bytes read or written in this step; charged to the job's deficit.
     pub bytes: usize,
     /// The job has its result and must not be stepped again.
     pub done: bool,
@@ -58,13 +66,14 @@ pub trait Job: Send + 'static {
     fn fail(self: Box<Self>) {
         self.cancel()
     }
-    /// Whether the job reads file data. Its steps and pieces count as chunks read
-    /// ([`crate::pool::Stats::chunks_read`]) when they read bytes, and its last step
-    /// also when it found none (the read of an empty file, or the one that finds the
-    /// end). One that reads no file data (a metadata call, a close) counts no chunk
-    /// unless it reports bytes read.
-    fn reads_data(&self) -> bool {
-        true
+    /// What file data the job moves, for the pool's counters. A reader's steps and
+    /// pieces count as chunks read ([`crate::pool::Stats::chunks_read`]) when they
+    /// read bytes, and its last step also when it found none (the read of an empty
+    /// file, or the one that finds the end); a writer's as chunks written. A job that
+    /// moves no file data (a metadata call, a close) counts no chunk unless it reports
+    /// bytes read.
+    fn data(&self) -> Data {
+        Data::Read
     }
     /// Whether this job copies more than one chunk (a big file): at most the
     /// governor's limit of these are read at once ([`crate::policy::contention`]).

@@ -3,6 +3,7 @@
 //! The core is plain Rust and knows nothing of Node:
 //!
 //! * [`read`]: node:fs's `readFile` algorithm as a state machine, one chunk per step;
+//! * `write`: its `writeFile`/`appendFile` algorithm, one chunk (or one whole append) per step;
 //! * [`cached`]: the fast path that reads small cached files on the calling thread,
 //!   on mounts `locality` (Linux) knows to be local;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
@@ -13,6 +14,7 @@
 //! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
 //! * [`external_memory`]: what the JS engine is told of pooled memory JS holds;
 //! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
+//! * [`borrowed`]: bytes a write takes from the caller's memory (a JS Buffer), no copy;
 //! * [`jobs`]: the work the pool runs: whole-file reads, a stream's open, block and
 //!   close, `readFiles` batches (small results packed into shared slabs);
 //! * [`closer`]: closes that may wait on storage, moved off the calling thread;
@@ -22,6 +24,7 @@
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
+pub mod borrowed;
 pub mod buffer_pool;
 pub mod cached;
 pub mod closer;
@@ -40,13 +43,15 @@ pub mod pool;
 pub mod read;
 pub mod scheduler;
 mod sys;
+#[cfg(unix)]
+pub mod write;
 
 #[cfg(feature = "node")]
 mod node;
 
 pub use buffer_pool::BufferPool;
 pub use error::{FsError, ReadError, Syscall};
-pub use job::{Job, Piece, Step};
+pub use job::{Data, Job, Piece, Step};
 pub use jobs::once::OnceJob;
 pub use jobs::read_file::{read_blocking, submit_read, Outcome};
 #[cfg(not(fairfs_loom))]

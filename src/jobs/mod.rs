@@ -5,6 +5,7 @@
 //! * [`batch`] and [`pack`]: a `readFiles` batch, heard about once, its small results
 //!   packed into shared slabs;
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
+//! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
 //! * [`once`]: one step of other work.
 
 pub mod batch;
@@ -14,3 +15,5 @@ pub mod once;
 pub mod pack;
 pub mod read_file;
 pub mod stream;
+#[cfg(unix)]
+pub mod write_file;

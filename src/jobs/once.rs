@@ -1,7 +1,7 @@
 //! A job of one step, for work that is not a read algorithm of its own (closing a
 //! stream's fd on the pool, for one).
 
-use crate::job::{Job, Step};
+use crate::job::{Data, Job, Step};
 
 /// A job of one step: runs `work` on a pool thread and hands its result to
 /// `on_done`, or `None` if it was cancelled before it ran.
@@ -38,8 +38,8 @@ where
 
     /// Work of one step is not a read algorithm: a metadata call or a close reads no
     /// file data, and counts as a chunk read only if `work` reports bytes read.
-    fn reads_data(&self) -> bool {
-        false
+    fn data(&self) -> Data {
+        Data::Neither
     }
 
     fn complete(self: Box<Self>) {

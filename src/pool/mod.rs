@@ -135,6 +135,8 @@ impl Pool {
             cancelled: AtomicU64::new(0),
             bytes_read: AtomicU64::new(0),
             chunks_read: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            chunks_written: AtomicU64::new(0),
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
         });

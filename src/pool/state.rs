@@ -178,6 +178,8 @@ pub(super) struct Shared {
     pub(super) cancelled: AtomicU64,
     pub(super) bytes_read: AtomicU64,
     pub(super) chunks_read: AtomicU64,
+    pub(super) bytes_written: AtomicU64,
+    pub(super) chunks_written: AtomicU64,
     /// Threads of their own running jobs that may block for long ([`Wait::OwnThread`]).
     pub(super) own_threads: AtomicUsize,
     /// The chunk size new requests use (the queue's DRR quantum follows it). Outside

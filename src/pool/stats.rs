@@ -21,9 +21,12 @@ pub struct Stats {
     /// Bytes read by all requests.
     pub bytes_read: u64,
     /// Chunks of file data read: each step or piece of a read that read bytes, and a
-    /// read's last step, which may find only the end ([`crate::job::Job::reads_data`]).
+    /// read's last step, which may find only the end ([`crate::job::Job::data`]).
     /// Metadata calls and closes read no file data and count none.
     pub chunks_read: u64,
+    /// Bytes written by all requests, and the steps that wrote some.
+    pub bytes_written: u64,
+    pub chunks_written: u64,
     /// The chunk size new requests use.
     pub chunk_size: usize,
     /// The nice value workers are asked to run at.
@@ -70,6 +73,8 @@ impl Pool {
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             bytes_read: self.shared.bytes_read.load(Ordering::Relaxed),
             chunks_read: self.shared.chunks_read.load(Ordering::Relaxed),
+            bytes_written: self.shared.bytes_written.load(Ordering::Relaxed),
+            chunks_written: self.shared.chunks_written.load(Ordering::Relaxed),
             chunk_size: self.shared.chunk_size.load(Ordering::Relaxed),
             nice: state.nice,
             large_limit: state.governor.limit(),

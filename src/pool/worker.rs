@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use crate::job::Piece;
+use crate::job::{Data, Piece};
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::sync::Arc;
 use crate::scheduler::{Flow, Turn};
@@ -150,12 +150,13 @@ pub(super) enum Stepped {
 /// of waiting forever.
 pub(super) fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
     let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
-        count_chunk(shared, 0, false);
+        count_chunk(shared, 0, Data::Neither, false);
         return Stepped::Panicked;
     };
     // A step that read nothing and is not the last only opened the file (and waits
     // for admission): it is not a chunk; nor is a job's that reads no file data.
-    count_chunk(shared, step.bytes, step.bytes > 0 || (step.done && entry.job.reads_data()));
+    let data = entry.job.data();
+    count_chunk(shared, step.bytes, data, step.bytes > 0 || (step.done && data == Data::Read));
     if step.done {
         Stepped::Done(step.bytes)
     } else {
@@ -185,15 +186,19 @@ pub(super) fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) ->
     }
     // A panicking piece counts as unread: dropping it unfinished fails its job.
     let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
-    count_chunk(shared, bytes, true);
+    count_chunk(shared, bytes, Data::Read, true);
     let _ = catch_unwind(AssertUnwindSafe(|| drop(piece)));
     After::PutBack
 }
 
-/// Counts a chunk (step or piece) that read `bytes` as done. Called before the
-/// result is delivered, so whoever sees a result never sees its chunk as active.
-pub(super) fn count_chunk(shared: &Shared, bytes: usize, chunk: bool) {
+/// Counts a chunk (step or piece) that read or wrote `bytes` as done. Called before
+/// the result is delivered, so whoever sees a result never sees its chunk as active.
+pub(super) fn count_chunk(shared: &Shared, bytes: usize, data: Data, chunk: bool) {
     shared.active.fetch_sub(1, Ordering::Relaxed);
-    shared.bytes_read.fetch_add(bytes as u64, Ordering::Relaxed);
-    shared.chunks_read.fetch_add(chunk as u64, Ordering::Relaxed);
+    let (bytes_moved, chunks) = match data {
+        Data::Written => (&shared.bytes_written, &shared.chunks_written),
+        Data::Read | Data::Neither => (&shared.bytes_read, &shared.chunks_read),
+    };
+    bytes_moved.fetch_add(bytes as u64, Ordering::Relaxed);
+    chunks.fetch_add(chunk as u64, Ordering::Relaxed);
 }

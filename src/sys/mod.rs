@@ -32,6 +32,8 @@ mod metadata;
 mod std_io;
 #[cfg(all(unix, not(fairfs_portable)))]
 mod unix;
+#[cfg(unix)]
+pub mod write;
 
 #[cfg(any(windows, fairfs_portable))]
 use std_io as imp;

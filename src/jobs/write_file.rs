@@ -1,0 +1,154 @@
+//! A whole-file write (`writeFile`, `appendFile`) as a pool [`Job`]: the write
+//! algorithm plus the code that receives its outcome. It shares the pool, the fair
+//! queue and admission with the reads: a chunk written is charged its bytes as a
+//! chunk read is.
+
+use crate::borrowed::Borrowed;
+use crate::error::ReadError;
+use crate::job::{Data, Job, Step, Waits};
+use crate::pool::{Pool, Ticket};
+use crate::write::{FileWrite, Target, WriteLimits};
+
+/// What a write delivers: done, or why not.
+pub type Outcome = Result<(), ReadError>;
+
+/// A [`FileWrite`] run by the pool, handing its [`Outcome`] to `on_done` exactly once.
+pub struct WriteFileJob<F> {
+    write: FileWrite,
+    /// The error that ended the write early, if any.
+    error: Option<ReadError>,
+    on_done: F,
+}
+
+impl<F: FnOnce(Outcome) + Send + 'static> WriteFileJob<F> {
+    pub fn new(target: Target, data: Borrowed, limits: WriteLimits, on_done: F) -> Self {
+        WriteFileJob { write: FileWrite::new(target, data, limits), error: None, on_done }
+    }
+}
+
+impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
+    fn step(&mut self) -> Step {
+        match self.write.step() {
+            Ok((bytes, done)) => Step { bytes, done },
+            Err(e) => {
+                self.error = Some(e);
+                Step { bytes: 0, done: true }
+            }
+        }
+    }
+
+    fn data(&self) -> Data {
+        Data::Written
+    }
+
+    /// Copies more than one chunk: the governor's limit on big copies applies to it
+    /// as to a big read ([`crate::policy::contention`]).
+    fn is_large(&self) -> bool {
+        self.write.is_large()
+    }
+
+    fn complete(self: Box<Self>) {
+        let this = *self;
+        let outcome = match this.error {
+            Some(e) => Err(e),
+            None => this.write.finish(),
+        };
+        (this.on_done)(outcome);
+    }
+
+    fn cancel(self: Box<Self>) {
+        let this = *self;
+        // Closes the fd and lets the caller's bytes go before anyone hears of it.
+        drop(this.write);
+        (this.on_done)(Err(ReadError::Cancelled));
+    }
+
+    fn fail(self: Box<Self>) {
+        let WriteFileJob { write, on_done, .. } = *self;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(write)));
+        on_done(Err(ReadError::Panicked));
+    }
+
+    /// It waits for its slot, its bytes, or a close after EMFILE.
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(&mut self.write)
+    }
+}
+
+/// Writes `data` to `target` through `pool` and waits for the outcome.
+pub fn write_blocking(pool: &Pool, target: Target, data: Borrowed, limits: WriteLimits) -> Outcome {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    submit_write(pool, target, data, limits, move |outcome| {
+        let _ = tx.send(outcome);
+    });
+    rx.recv().unwrap_or(Err(ReadError::Cancelled))
+}
+
+/// Submits a write of `data` to `target`; `on_done` runs on a pool thread (or on the
+/// cancelling thread) with the outcome.
+pub fn submit_write<F>(pool: &Pool, target: Target, data: Borrowed, limits: WriteLimits, on_done: F) -> Ticket
+where
+    F: FnOnce(Outcome) + Send + 'static,
+{
+    pool.submit(Box::new(WriteFileJob::new(target, data, limits, on_done)))
+}
+
+#[cfg(all(test, not(fairfs_loom)))]
+mod tests {
+    use super::*;
+    use crate::read::tests::{c_path, fds_open_on, pattern};
+
+    #[test]
+    fn big_writes_through_the_pool_are_whole_and_counted_as_written() {
+        let pool = Pool::new(4, 4096);
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0usize, 4096, 4097, 1_048_576 + 3] {
+            let p = dir.path().join(format!("{len}"));
+            let data = pattern(len);
+            let target =
+                Target::Path { path: c_path(&p), flags: libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, mode: 0o666 };
+            let limits = WriteLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+            let before = pool.stats();
+            write_blocking(&pool, target, Borrowed::owned(data.clone()), limits).unwrap();
+            assert!(std::fs::read(&p).unwrap() == data, "len {len}");
+            let after = pool.stats();
+            assert_eq!(after.bytes_written - before.bytes_written, len as u64);
+            assert_eq!(after.chunks_written - before.chunks_written, len.div_ceil(4096) as u64);
+            assert_eq!((after.bytes_read, after.chunks_read), (before.bytes_read, before.chunks_read));
+            assert_eq!((after.open_files, after.bytes_in_flight), (0, 0), "admission got everything back");
+            assert_eq!(fds_open_on(&p), 0);
+        }
+    }
+
+    /// Appends from many writers to one file, each bigger than a chunk, all at once:
+    /// every record lands whole.
+    #[test]
+    fn concurrent_appends_land_whole() {
+        let pool = Pool::new(4, 512);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // A byte of its own per record, so that a torn one shows.
+        let records: Vec<Vec<u8>> = (1..=64u8).map(|i| vec![i; 3000 + i as usize]).collect();
+        for r in &records {
+            let target =
+                Target::Path { path: c_path(&p), flags: libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND, mode: 0o666 };
+            let limits = WriteLimits { chunk_size: 512, admitted: true, ..Default::default() };
+            let tx = tx.clone();
+            submit_write(&pool, target, Borrowed::owned(r.clone()), limits, move |o| tx.send(o).unwrap());
+        }
+        for _ in &records {
+            rx.recv().unwrap().unwrap();
+        }
+        let mut log = &std::fs::read(&p).unwrap()[..];
+        let mut seen = vec![false; records.len()];
+        while !log.is_empty() {
+            let i = records.iter().position(|r| log.starts_with(r) && log.get(r.len()) != Some(&r[0]));
+            let i = i.expect("the log is whole records one after another");
+            assert!(!seen[i], "each record once");
+            seen[i] = true;
+            log = &log[records[i].len()..];
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+}
