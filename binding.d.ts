@@ -112,6 +112,9 @@ export interface PoolStats {
   cancelled: number
   bytesRead: number
   chunksRead: number
+  /** Bytes whole-file writes wrote, and their steps that wrote some. */
+  bytesWritten: number
+  chunksWritten: number
   chunkSize: number
   nice: number
   /**
@@ -245,3 +248,17 @@ export declare function statCached(path: string | Uint8Array, follow: boolean, b
 export declare function statPath(path: string | Uint8Array, follow: boolean, bigint: boolean): number
 
 export declare function stats(): PoolStats
+
+/**
+ * Writes all of `data` to the caller's `fd` at its current position, leaving it
+ * open, as [`write_path`] writes. Returns the request id.
+ */
+export declare function writeFd(fd: number, data: Buffer, flush: boolean): number
+
+/**
+ * Writes all of `data` to the file at `path` (a string or the bytes of a Buffer
+ * path), opened with numeric `flags` and `mode`, a chunk per step on the pool (an
+ * append in one step); with `flush`, `fsync` before the close. The pool writes from
+ * `data` itself, which JS must not change until the outcome. Returns the request id.
+ */
+export declare function writePath(path: string | Uint8Array, flags: number, mode: number, data: Buffer, flush: boolean): number

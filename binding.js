@@ -864,3 +864,5 @@ module.exports.setMaxUnsizedLength = nativeBinding.setMaxUnsizedLength
 module.exports.statCached = nativeBinding.statCached
 module.exports.statPath = nativeBinding.statPath
 module.exports.stats = nativeBinding.stats
+module.exports.writeFd = nativeBinding.writeFd
+module.exports.writePath = nativeBinding.writePath

@@ -43,6 +43,30 @@ export function readFiles(paths: Iterable<PathLike | number>, options: ReadFiles
 export function readFiles(paths: Iterable<PathLike | number>, options: BufferEncoding | (ReadFilesOptions & { encoding: BufferEncoding })): Promise<string[]>
 export function readFiles(paths: Iterable<PathLike | number>, options?: ReadFilesOptions | null): Promise<Buffer[]>
 
+export type WriteFileData = string | NodeJS.ArrayBufferView
+export interface WriteFileOptions {
+  /** For string data; default 'utf8'. */
+  encoding?: BufferEncoding | null
+  /** For a file it creates; default 0o666 (before the umask). */
+  mode?: number | string
+  /** A flag string ('w', 'a', 'wx', 'r+', ...) or O_* bits; default 'w' (appendFile: 'a'). */
+  flag?: string | number
+  /** `fsync` before the close, so the data reached the disk when it settles. */
+  flush?: boolean
+  signal?: AbortSignal
+}
+export type WriteFileCallback = (err: NodeJS.ErrnoException | null) => void
+
+/** Writes a whole file, like `fs.writeFile`; without a callback it returns a promise.
+ *  An fd is written at its position and left open. */
+export function writeFile(path: PathOrFd, data: WriteFileData, callback: WriteFileCallback): void
+export function writeFile(path: PathOrFd, data: WriteFileData, options: BufferEncoding | WriteFileOptions | null | undefined, callback: WriteFileCallback): void
+export function writeFile(path: PathOrFd, data: WriteFileData, options?: BufferEncoding | WriteFileOptions | null): Promise<void>
+/** Appends to a file, like `fs.appendFile` (flag 'a'); each call's bytes land whole. */
+export function appendFile(path: PathOrFd, data: WriteFileData, callback: WriteFileCallback): void
+export function appendFile(path: PathOrFd, data: WriteFileData, options: BufferEncoding | WriteFileOptions | null | undefined, callback: WriteFileCallback): void
+export function appendFile(path: PathOrFd, data: WriteFileData, options?: BufferEncoding | WriteFileOptions | null): Promise<void>
+
 /** The promise API, like `fs.promises`: a FileHandle is accepted, a plain fd is not. */
 export const promises: {
   readFile(path: PathLike | FileHandle, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding })): Promise<string>
@@ -53,6 +77,9 @@ export const promises: {
   access: typeof import('node:fs/promises').access
   realpath: typeof import('node:fs/promises').realpath
   readdir: typeof import('node:fs/promises').readdir
+  /** `fs.promises.writeFile` on fairfs's pool; (async) iterables and streams go to node:fs's. */
+  writeFile: typeof import('node:fs/promises').writeFile
+  appendFile: typeof import('node:fs/promises').appendFile
 }
 
 /** `fs.stat`, `fs.lstat` and `fs.access` on fairfs's pool, with node:fs's results and errors
@@ -232,6 +259,8 @@ declare const fairfs: {
   nativeError: typeof nativeError
   readFile: typeof readFile
   readFiles: typeof readFiles
+  writeFile: typeof writeFile
+  appendFile: typeof appendFile
   stat: typeof stat
   lstat: typeof lstat
   access: typeof access

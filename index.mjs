@@ -6,6 +6,8 @@ export const {
   nativeError,
   readFile,
   readFiles,
+  writeFile,
+  appendFile,
   stat,
   lstat,
   access,

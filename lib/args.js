@@ -10,10 +10,13 @@ const { invalidArgType, invalidArgValue, outOfRange } = require('./errors')
 
 const kDefaults = Object.freeze({ flag: 'r' })
 
-/** node:fs's getOptions: a string is the encoding; an object is checked, never mutated. */
-function getOptions(options) {
-  if (options == null || typeof options === 'function') return kDefaults
-  if (typeof options === 'string') options = { flag: 'r', encoding: options }
+/**
+ * node:fs's getOptions: a string is the encoding (over `defaults`); an object is
+ * checked, never mutated.
+ */
+function getOptions(options, defaults = kDefaults) {
+  if (options == null || typeof options === 'function') return defaults
+  if (typeof options === 'string') options = { ...defaults, encoding: options }
   else if (typeof options !== 'object') throw invalidArgType('options', 'one of type string or object', options)
   if (options.encoding !== 'buffer' && options.encoding && !Buffer.isEncoding(options.encoding)) {
     throw invalidArgValue('encoding', options.encoding, 'is invalid encoding')
@@ -112,6 +115,22 @@ function copyOptions(source) {
   return copy
 }
 
+/** node:fs's parseFileMode: a 32-bit unsigned integer or an octal string; `def` if nullish. */
+function parseFileMode(value, name, def) {
+  value ??= def
+  if (typeof value === 'string') {
+    if (!/^[0-7]+$/.test(value)) throw invalidArgValue(name, value, 'must be a 32-bit unsigned integer or an octal string')
+    value = Number.parseInt(value, 8)
+  }
+  validateInteger(value, name, 0, 2 ** 32 - 1)
+  return value
+}
+
+/** node:fs's validateBoolean. */
+function validateBoolean(value, name) {
+  if (typeof value !== 'boolean') throw invalidArgType(name, 'of type boolean', value)
+}
+
 /** node:fs's validateInteger. */
 function validateInteger(value, name, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) {
   if (typeof value !== 'number') throw invalidArgType(name, 'of type number', value)
@@ -125,4 +144,4 @@ function validateFd(fd) {
   validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
 }
 
-module.exports = { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, isInt32, isFileHandle }
+module.exports = { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, parseFileMode, validateBoolean, isInt32, isFileHandle }

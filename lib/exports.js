@@ -7,6 +7,8 @@
 module.exports = Object.freeze([
   'readFile',
   'readFiles',
+  'writeFile',
+  'appendFile',
   'stat',
   'lstat',
   'access',

@@ -123,7 +123,35 @@ function readFiles(paths, options) {
 }
 
 /** fs.promises.readFile itself: a FileHandle is accepted, a plain fd is not. */
-const promises = { readFile: fsPromisesReadFile, stat: fs.promises.stat, lstat: fs.promises.lstat, access: fs.promises.access, realpath: fs.promises.realpath, readdir: fs.promises.readdir }
+const promises = {
+  readFile: fsPromisesReadFile,
+  writeFile: fs.promises.writeFile,
+  appendFile: fs.promises.appendFile,
+  stat: fs.promises.stat,
+  lstat: fs.promises.lstat,
+  access: fs.promises.access,
+  realpath: fs.promises.realpath,
+  readdir: fs.promises.readdir,
+}
+
+/**
+ * node:fs's `write` (fs.writeFile or fs.appendFile) in fairfs's shape: with a callback
+ * as the last argument it is node's; without, a promise, of fs.promises's form except
+ * that an integer fd is written too (with the callback form), as on the native backend.
+ */
+function writeLike(callbackForm, promiseForm) {
+  return function (path, data, options, callback) {
+    if (typeof options === 'function' && callback === undefined) return callbackForm(path, data, options)
+    if (callback !== undefined) return callbackForm(path, data, options, callback)
+    if (typeof path === 'number' && path === (path | 0)) {
+      return new Promise((resolve, reject) => callbackForm(path, data, options, (err) => (err ? reject(err) : resolve())))
+    }
+    return promiseForm(path, data, options)
+  }
+}
+
+const writeFile = writeLike(fs.writeFile, fs.promises.writeFile)
+const appendFile = writeLike(fs.appendFile, fs.promises.appendFile)
 
 /**
  * What configure() was given (the last valid value of each option). It is kept and
@@ -177,6 +205,8 @@ function isInstalled() {
 module.exports = {
   readFile,
   readFiles,
+  writeFile,
+  appendFile,
   stat: fs.stat,
   lstat: fs.lstat,
   access: fs.access,

@@ -1,7 +1,8 @@
 'use strict'
 // install() / uninstall(): route existing node:fs callers through fairfs.
 //
-// Patched: fs.readFile, fs.promises.readFile (the same object as
+// Patched: fs.readFile, fs.writeFile, fs.appendFile, fs.promises.readFile,
+// writeFile and appendFile (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
 // the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access, fs.readdir (and so
@@ -51,6 +52,10 @@ const atLoad = {
   'promises.readFile': fs.promises.readFile,
   createReadStream: fs.createReadStream,
   'promises.open': fs.promises.open,
+  writeFile: fs.writeFile,
+  appendFile: fs.appendFile,
+  'promises.writeFile': fs.promises.writeFile,
+  'promises.appendFile': fs.promises.appendFile,
   realpath: fs.realpath,
   'realpath.native': fs.realpath.native,
   'promises.realpath': fs.promises.realpath,
@@ -97,6 +102,12 @@ function install(fairfs) {
   swap(originals, fs, 'readFile', 'readFile', api.readFileCallback)
   swap(originals, fs.promises, 'readFile', 'promises.readFile', api.promises.readFile)
   swap(originals, fs, 'createReadStream', 'createReadStream', api.createReadStream)
+  if (api.writes) {
+    swap(originals, fs, 'writeFile', 'writeFile', api.writes.writeFileCallback)
+    swap(originals, fs, 'appendFile', 'appendFile', api.writes.appendFileCallback)
+    swap(originals, fs.promises, 'writeFile', 'promises.writeFile', api.writes.promises.writeFile)
+    swap(originals, fs.promises, 'appendFile', 'promises.appendFile', api.writes.promises.appendFile)
+  }
   if (api.metadata) {
     for (const name of kMetadata) {
       swap(originals, fs, name, name, api.metadata[name])
@@ -183,7 +194,7 @@ function nodeHandleReadFile(handle, options) {
 function patchFileHandle(proto) {
   handleProto = proto
   // node:fs's own, from the first time the prototype is seen (before any patch of ours).
-  handleNode ??= { readFile: proto.readFile, createReadStream: proto.createReadStream, stat: proto.stat }
+  handleNode ??= { readFile: proto.readFile, createReadStream: proto.createReadStream, stat: proto.stat, writeFile: proto.writeFile, appendFile: proto.appendFile }
   handleOriginals = []
   const { readFile: originalReadFile, stat: originalStat } = handleNode
   const patch = (name, replacement) => {
@@ -210,6 +221,11 @@ function patchFileHandle(proto) {
       return api.promises.readFile(this, options)
     },
   }.readFile)
+  if (api.writes) {
+    const methods = api.writes.handleMethods(handleNode)
+    patch('writeFile', methods.writeFile)
+    patch('appendFile', methods.appendFile)
+  }
   patch('createReadStream', {
     createReadStream(options = undefined) {
       if (options?.fs !== undefined) throw methodNotImplemented('FileHandle with fs')

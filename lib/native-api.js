@@ -8,7 +8,6 @@
 // read on fairfs's own threads and reports back once per batch of finished reads.
 
 const { Buffer } = require('node:buffer')
-const { types: { isProxy } } = require('node:util')
 const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
@@ -16,7 +15,9 @@ const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure, current, kFastPathMax } = require('./settings')
 const { ReadStream, createReadStream } = require('./read-stream')
 const { hold } = require('./filehandle')
+const { watchSignal, unwatchSignal } = require('./signals')
 const metadata = require('./metadata')
+const writes = require('./write-file')
 const { nodeServes } = require('./mocked')
 // node:fs's own functions behind fairfs's API (the node backend's), taken now, before
 // install() patches node:fs: what serves every call while node:fs's binding is mocked
@@ -53,40 +54,6 @@ function interpret(result, encoding, signal, path) {
   } catch (err) {
     return [err]
   }
-}
-
-/**
- * Reads in flight per AbortSignal: one 'abort' listener per signal, however many reads
- * share it (node:fs adds none; one per read made Node warn of a listener leak at 11),
- * removed when its last read settles. An abort cancels all of them in one call.
- */
-const signalReads = new WeakMap()
-
-function watchSignal(signal, id) {
-  // A Proxy around a signal (Node's own tests wrap options in one to prove nothing is
-  // written to them) gets no listener: node:fs adds none either, and looks at
-  // `aborted` between chunks; here the delivery looks at it (interpret()).
-  if (isProxy(signal)) return
-  let entry = signalReads.get(signal)
-  if (entry === undefined) {
-    entry = {
-      ids: new Set(),
-      onAbort() {
-        signalReads.delete(signal)
-        native.cancelMany([...entry.ids])
-      },
-    }
-    signalReads.set(signal, entry)
-    signal.addEventListener('abort', entry.onAbort, { once: true })
-  }
-  entry.ids.add(id)
-}
-
-function unwatchSignal(signal, id) {
-  const entry = signalReads.get(signal)
-  if (entry === undefined || !entry.ids.delete(id) || entry.ids.size > 0) return
-  signalReads.delete(signal)
-  signal.removeEventListener('abort', entry.onAbort)
 }
 
 function settle(req, result) {
@@ -285,6 +252,8 @@ const promises = {
   readFile(path, options) {
     return readFilePromise(path, options, false)
   },
+  writeFile: writes.promises.writeFile,
+  appendFile: writes.promises.appendFile,
   stat: meta.promises.stat,
   lstat: meta.promises.lstat,
   access: meta.promises.access,
@@ -334,7 +303,7 @@ const patcher = require('./install')
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes })
 }
 
 /** Restores the node:fs functions `install()` replaced. */
@@ -345,6 +314,8 @@ function uninstall() {
 module.exports = {
   readFile,
   readFiles,
+  writeFile: writes.writeFile,
+  appendFile: writes.appendFile,
   stat: meta.stat,
   lstat: meta.lstat,
   access: meta.access,

@@ -62,6 +62,9 @@ pub(super) struct EnvState {
     pub(super) lent_writes: Arc<LentWrites>,
     /// The Buffers lent to whole-file reads, by request id, until their outcome.
     pub(super) lent_files: HashMap<u64, LentBuffer>,
+    /// The Buffers whole-file writes take their bytes from, by request id, held by a
+    /// reference until their outcome ([`super::writes`]).
+    pub(super) written_from: HashMap<u64, napi::sys::napi_ref>,
     /// The external Buffers this environment holds, and whether their memory may be
     /// used again once they are finalized.
     pub(super) views: Rc<Views>,
@@ -146,6 +149,9 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
                     for (id, _) in &batch {
                         st.pending.remove(id);
                         st.closing.remove(id);
+                        if let Some(reference) = st.written_from.remove(id) {
+                            delete_reference(&ctx.env, reference);
+                        }
                     }
                     if st.pending.is_empty() {
                         set_referenced(&ctx.env, st, false)?;
@@ -163,6 +169,7 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
         referenced: false,
         lent_writes: Arc::default(),
         lent_files: HashMap::new(),
+        written_from: HashMap::new(),
         views: Views::new(env.raw()),
         flows: HashSet::new(),
         fds: HashSet::new(),
@@ -187,7 +194,8 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
             }
         });
         // Its Buffers are freed after this: wait for a read still writing into one
-        // (one step, at most a chunk: only sized regular files are lent memory).
+        // (one step, at most a chunk: only sized regular files are lent memory), and
+        // for a write still taking bytes from one (one step: a chunk, or an append).
         ctx.value.lent_writes.wait_for_none();
     })
 }

@@ -12,8 +12,9 @@ pub(super) struct LentBuffer {
     pub(super) len: usize,
 }
 
-/// Counts the reads that may still write into an environment's memory, so that its
-/// teardown waits for them: V8 frees the Buffers after it, whatever JS held.
+/// Counts the reads that may still write into an environment's memory, and the writes
+/// that may still take bytes from it, so that its teardown waits for them: V8 frees
+/// the Buffers after it, whatever JS held.
 #[derive(Default)]
 pub(super) struct LentWrites {
     pub(super) count: Mutex<usize>,

@@ -11,6 +11,9 @@ pub struct PoolStats {
     pub cancelled: f64,
     pub bytes_read: f64,
     pub chunks_read: f64,
+    /// Bytes whole-file writes wrote, and their steps that wrote some.
+    pub bytes_written: f64,
+    pub chunks_written: f64,
     pub chunk_size: u32,
     pub nice: i32,
     /// Big files read at once now: every thread while no thread waits for a CPU, fewer
@@ -79,6 +82,8 @@ pub fn stats() -> PoolStats {
         cancelled: s.cancelled as f64,
         bytes_read: s.bytes_read as f64,
         chunks_read: s.chunks_read as f64,
+        bytes_written: s.bytes_written as f64,
+        chunks_written: s.chunks_written as f64,
         chunk_size: s.chunk_size as u32,
         nice: s.nice,
         large_limit: s.large_limit as u32,
