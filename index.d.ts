@@ -172,6 +172,9 @@ export interface NativeStats {
   /** Chunks of file data the pool read: each chunk of a read (the last one even if it
    *  found only the end). Metadata calls and closes read no file data and count none. */
   chunksRead: number
+  /** Bytes whole-file writes wrote, and their steps (chunks, or whole appends) that wrote some. */
+  bytesWritten: number
+  chunksWritten: number
   chunkSize: number
   nice: number
   /** Big files read at once now: every thread while nothing else wants the CPU, down to one while

@@ -37,6 +37,17 @@ posixOnly(noUlimit, nativeOnly(test))('2,000 concurrent reads under ulimit -n 25
   t.like(out, { openFiles: 0, waiting: 0 })
 })
 
+posixOnly(noUlimit, nativeOnly(test))('2,000 concurrent writes under ulimit -n 256: every one succeeds and is whole, where node:fs runs out', async (t) => {
+  const dir = tmpPath('write-burst')
+  fs.mkdirSync(dir)
+  const out = await runChild(256, 'write-burst', dir)
+  t.deepEqual(out.promises, { ok: 2000 })
+  t.deepEqual(out.callbacks, { ok: 2000 })
+  t.true(out.whole)
+  t.true(out.node.EMFILE > 0, `node:fs without admission: ${JSON.stringify(out.node)}`)
+  t.like(out, { openFiles: 0, waiting: 0, bytesInFlight: 0 })
+})
+
 posixOnly(noUlimit, nativeOnly(test))('EMFILE caused by other code: reads wait for descriptors, and fail as node:fs does only after a bounded wait', async (t) => {
   const { path } = makeFile(100_000)
   const out = await runChild(128, 'emfile-other', path)

@@ -77,8 +77,12 @@ function submit(id, signal, display, release, done) {
     if (signal) unwatchSignal(signal, id)
     release?.()
     // undefined: written (and closed); null: cancelled by the signal; else the error.
-    if (result === undefined) return done(null)
-    done(result === null ? abortError(signal) : nativeError(result, display))
+    // A write that finished after its signal was aborted still ends as aborted: from
+    // the caller's side it was in flight, and node:fs, which looks at the signal
+    // between its trips (after the open, before each write), reports an abort made
+    // then. As node:fs documents, an aborted write may have written some or all.
+    if (result === null || (signal?.aborted && result === undefined)) return done(abortError(signal))
+    done(result === undefined ? null : nativeError(result, display))
   })
   if (signal) watchSignal(signal, id)
 }

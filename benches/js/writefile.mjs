@@ -1,0 +1,139 @@
+// writefile: whole-file writes beside node:fs. Node's benchmark/fs/writefile-promises.js
+// grid (files/s by size and concurrency), a small write's latency while ten writers
+// loop over 64 MiB files, and appendFile records from ten writers into one log.
+
+import path from 'node:path'
+import {
+  KiB, MiB, fs, fsp, fairfs, interleave, medians, ratePerSecond, percentile, sleep, msSince,
+  makeTmpDir, removeTmpDir, fmtSize, fmtNum, fmtRatio,
+} from './common.mjs'
+
+export const name = 'writefile'
+export const title = 'writefile: whole-file writes (writeFile, appendFile) beside node:fs'
+
+const SIDES = ['node-cb', 'node-promises', 'fairfs-cb', 'fairfs-promise']
+
+/** Each side's writeFile as `(file, data, done)`. */
+const writers = {
+  'node-cb': (file, data, done) => fs.writeFile(file, data, done),
+  'node-promises': (file, data, done) => fsp.writeFile(file, data).then(() => done(), done),
+  'fairfs-cb': (file, data, done) => fairfs.writeFile(file, data, done),
+  'fairfs-promise': (file, data, done) => fairfs.promises.writeFile(file, data).then(() => done(), done),
+}
+
+/** Files/s: `concurrent` loops, each rewriting a file of its own. */
+function rate(side, dir, data, concurrent, durationMs) {
+  let next = 0
+  const files = Array.from({ length: concurrent }, (_, i) => path.join(dir, `${side}-${i}`))
+  return ratePerSecond(concurrent, durationMs, (done) => writers[side](files[next++ % concurrent], data, done))
+}
+
+/**
+ * A 1 KiB promises.writeFile and a stat, one after the other every 5 ms, while ten
+ * writers loop over 64 MiB files, all on `side`'s API: each call's latency.
+ */
+async function latencyBeside(side, dir, durationMs) {
+  const api = side === 'node' ? { writeFile: fs.writeFile, promises: fsp } : { writeFile: fairfs.writeFile, promises: fairfs.promises }
+  const stat = side === 'node' ? fsp.stat : (p) => new Promise((resolve, reject) => fairfs.stat(p, (e, s) => (e ? reject(e) : resolve(s))))
+  const big = Buffer.alloc(64 * MiB, 'b')
+  const small = Buffer.alloc(KiB, 's')
+  let running = true
+  const loops = Array.from({ length: 10 }, (_, i) => new Promise((resolve, reject) => {
+    const file = path.join(dir, `${side}-big-${i}`)
+    const again = (err) => (err ? reject(err) : running ? api.writeFile(file, big, again) : resolve())
+    again()
+  }))
+  await sleep(100) // the writers are under way
+  const writes = []
+  const stats = []
+  const probe = path.join(dir, `${side}-small`)
+  const end = performance.now() + durationMs
+  while (performance.now() < end) {
+    let t0 = process.hrtime.bigint()
+    await api.promises.writeFile(probe, small)
+    writes.push(msSince(t0))
+    t0 = process.hrtime.bigint()
+    await stat(probe)
+    stats.push(msSince(t0))
+    await sleep(5)
+  }
+  running = false
+  await Promise.all(loops)
+  return { writeP50: percentile(writes, 50), writeP99: percentile(writes, 99), statP50: percentile(stats, 50), statP99: percentile(stats, 99) }
+}
+
+/** appendFile records/s from ten writers into one log; every record must be whole. */
+async function appendRate(side, dir, durationMs) {
+  const log = path.join(dir, `${side}.log`)
+  fs.writeFileSync(log, '')
+  const append = side === 'node' ? fs.appendFile : fairfs.appendFile
+  let n = 0
+  const rate = await ratePerSecond(10, durationMs, (done) => {
+    const i = n++
+    append(log, `${String(i).padStart(12, '0')} ${'r'.repeat(86)}\n`, done)
+  })
+  const lines = fs.readFileSync(log, 'latin1').split('\n')
+  lines.pop()
+  const torn = lines.filter((l) => l.length !== 99 || !/^\d{12} r{86}$/.test(l)).length
+  if (torn > 0 || lines.length !== n) throw new Error(`${side}: ${torn} torn records, ${lines.length} of ${n} found`)
+  return rate
+}
+
+export async function run({ quick, progress }) {
+  const durationMs = quick ? 150 : 800
+  const rounds = quick ? 2 : 5
+  const dir = makeTmpDir(name)
+  const rows = []
+  const ratios = []
+  const raw = { grid: [], latency: null, appends: null }
+  try {
+    for (const len of [KiB, 16 * MiB]) {
+      const data = Buffer.alloc(len, 'w')
+      for (const concurrent of [1, 10]) {
+        const label = `len=${fmtSize(len)} c=${concurrent}`
+        const samples = await interleave(SIDES, rounds, (side) => rate(side, dir, data, concurrent, durationMs), (p) => progress(`${label} ${p}`))
+        const m = medians(samples)
+        raw.grid.push({ len, concurrent, samples })
+        rows.push([fmtSize(len), String(concurrent), ...SIDES.map((s) => fmtNum(m[s])),
+          fmtRatio(m['fairfs-cb'] / m['node-cb']), fmtRatio(m['fairfs-promise'] / m['node-promises'])])
+        ratios.push({ label: `writeFile ${fmtSize(len)} c=${concurrent}: fairfs cb ÷ node cb`, value: m['fairfs-cb'] / m['node-cb'] })
+      }
+    }
+    const latency = await interleave(['node', 'fairfs'], quick ? 1 : 3, (side) => latencyBeside(side, dir, quick ? 500 : 2000), (p) => progress(`beside 64 MiB writers ${p}`))
+    raw.latency = latency
+    const lat = (side, key) => percentile(latency[side].map((r) => r[key]), 50)
+    const appends = await interleave(['node', 'fairfs'], rounds, (side) => appendRate(side, dir, durationMs), (p) => progress(`appendFile ${p}`))
+    raw.appends = appends
+    const am = medians(appends)
+    ratios.push({ label: 'appendFile records/s, 10 writers, one log: fairfs ÷ node', value: am.fairfs / am.node })
+    ratios.push({ label: '1 KiB promises.writeFile p99 beside ten 64 MiB writers: node ÷ fairfs', value: lat('node', 'writeP99') / lat('fairfs', 'writeP99') })
+    return {
+      notes: [
+        `${rounds} interleaved rounds of ${durationMs} ms per side; each side rewrites files of its own (one per concurrent loop).`,
+        'Latency: a 1 KiB fs.promises.writeFile then a stat every 5 ms for 2 s while ten loops rewrite 64 MiB files with callback writeFile, all on the side\'s own API; medians of the rounds\' percentiles.',
+        'appendFile: ten loops append 100-byte records to one log; the log is checked for torn or missing records after each round.',
+      ],
+      tables: [
+        {
+          caption: 'writes/s (median); ratios > 1 = fairfs faster',
+          columns: ['len', 'c', ...SIDES.map((s) => s.replace('-', ' ')), 'fairfs cb ÷ node cb', 'fairfs promise ÷ node promises'],
+          rows,
+        },
+        {
+          caption: 'beside ten looping 64 MiB writeFiles: latency in ms (median of rounds)',
+          columns: ['side', 'write p50', 'write p99', 'stat p50', 'stat p99'],
+          rows: ['node', 'fairfs'].map((s) => [s, ...['writeP50', 'writeP99', 'statP50', 'statP99'].map((k) => lat(s, k).toFixed(2))]),
+        },
+        {
+          caption: 'appendFile records/s, ten writers, one log (median), none torn',
+          columns: ['node', 'fairfs', 'fairfs ÷ node'],
+          rows: [[fmtNum(am.node), fmtNum(am.fairfs), fmtRatio(am.fairfs / am.node)]],
+        },
+      ],
+      ratios,
+      raw,
+    }
+  } finally {
+    removeTmpDir(dir)
+  }
+}
