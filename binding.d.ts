@@ -253,12 +253,13 @@ export declare function stats(): PoolStats
  * Writes all of `data` to the caller's `fd` at its current position, leaving it
  * open, as [`write_path`] writes. Returns the request id.
  */
-export declare function writeFd(fd: number, data: Buffer, flush: boolean): number
+export declare function writeFd(fd: number, data: Buffer, flush: boolean, writeEmpty: boolean): number
 
 /**
  * Writes all of `data` to the file at `path` (a string or the bytes of a Buffer
  * path), opened with numeric `flags` and `mode`, a chunk per step on the pool (an
- * append in one step); with `flush`, `fsync` before the close. The pool writes from
+ * append in one step); with `flush`, `fsync` before the close; with `writeEmpty`, an
+ * empty `data` is still one `write(2)` (node:fs's callback form). The pool writes from
  * `data` itself, which JS must not change until the outcome. Returns the request id.
  */
-export declare function writePath(path: string | Uint8Array, flags: number, mode: number, data: Buffer, flush: boolean): number
+export declare function writePath(path: string | Uint8Array, flags: number, mode: number, data: Buffer, flush: boolean, writeEmpty: boolean): number

@@ -57,11 +57,14 @@ const kFlags = {
 }
 
 /** node:fs's stringToFlags: a number passes through, a known string maps to O_* bits. */
-function stringToFlags(flags) {
-  if (typeof flags === 'number') return flags
+function stringToFlags(flags, name = 'flags') {
+  if (typeof flags === 'number') {
+    validateInteger(flags, name, -(2 ** 31), 2 ** 31 - 1)
+    return flags
+  }
   if (flags == null) return O_RDONLY
   if (typeof flags === 'string' && Object.hasOwn(kFlags, flags)) return kFlags[flags]
-  throw invalidArgValue('flags', flags)
+  throw invalidArgValue('flags', flags) // named so whatever the caller's name
 }
 
 const kWindows = process.platform === 'win32'

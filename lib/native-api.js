@@ -118,7 +118,7 @@ function start(path, options, done, allowFd) {
     if (handle) req.release = hold(path)
     id = native.readFd(fd, textWanted(encoding))
   } else {
-    const flags = stringToFlags(options.flag)
+    const flags = stringToFlags(options.flag, 'options.flag')
     const { native: nativePath, display } = validatePath(path)
     req.path = display
     if (current.fastPath && flags === O_RDONLY && typeof nativePath === 'string') {

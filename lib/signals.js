@@ -15,8 +15,9 @@ const signalReads = new WeakMap()
 function watchSignal(signal, id) {
   // A Proxy around a signal (Node's own tests wrap options in one to prove nothing is
   // written to them) gets no listener: node:fs adds none either, and looks at
-  // `aborted` between chunks; here the delivery looks at it (interpret()).
-  if (isProxy(signal)) return
+  // `aborted` between chunks; here the delivery looks at it (interpret()). So does an
+  // object that only looks like a signal (node:fs takes any with an `aborted` property).
+  if (isProxy(signal) || typeof signal.addEventListener !== 'function') return
   let entry = signalReads.get(signal)
   if (entry === undefined) {
     entry = {

@@ -72,7 +72,7 @@ function abortError(signal) {
  * Submits the write and calls `done(err)` once with its outcome. `release` (a held
  * FileHandle's) runs first. `display` is the path errors name.
  */
-function submit(id, signal, display, release, done) {
+function submit(id, signal, display, release, done, lateAbort = true) {
   track(id, (result) => {
     if (signal) unwatchSignal(signal, id)
     release?.()
@@ -81,14 +81,18 @@ function submit(id, signal, display, release, done) {
     // the caller's side it was in flight, and node:fs, which looks at the signal
     // between its trips (after the open, before each write), reports an abort made
     // then. As node:fs documents, an aborted write may have written some or all.
-    if (result === null || (signal?.aborted && result === undefined)) return done(abortError(signal))
+    // An fd's write is one trip in node:fs, issued before such an abort: it succeeds.
+    if (result === null || (lateAbort && signal?.aborted && result === undefined)) return done(abortError(signal))
     done(result === undefined ? null : nativeError(result, display))
   })
   if (signal) watchSignal(signal, id)
 }
 
-/** Writes `bytes` to the path (validated here, in node:fs's open's order: path, then `first`). */
-function writePath(path, bytes, options, flush, done, pathFirst) {
+/**
+ * Writes `bytes` to the path (validated here, in node:fs's open's order: path, then
+ * mode and flags in the order `pathFirst` names). `writeEmpty`: see writeFd.
+ */
+function writePath(path, bytes, options, flush, done, pathFirst, writeEmpty) {
   const { native: nativePath, display } = validatePath(path)
   let mode, flags
   if (pathFirst === 'mode') {
@@ -98,7 +102,7 @@ function writePath(path, bytes, options, flush, done, pathFirst) {
     flags = stringToFlags(options.flag || 'w')
     mode = parseFileMode(options.mode, 'mode', 0o666)
   }
-  submit(native.writePath(nativePath, flags, mode, bytes, flush), options.signal, display, undefined, done)
+  submit(native.writePath(nativePath, flags, mode, bytes, flush, writeEmpty), options.signal, display, undefined, done)
 }
 
 /**
@@ -118,11 +122,13 @@ function writeFileCallback(path, data, options, callback) {
   if (isInt32(path)) {
     if (options.signal?.aborted) return callback(abortError(options.signal))
     if (path < 0) throw outOfRange('fd', '>= 0 && <= 2147483647', path)
-    submit(native.writeFd(path, bytes, flush), options.signal, undefined, undefined, done)
+    // node:fs's callback form writes even nothing (one write(2), which fails on an fd
+    // not open for writing); its promise form writes nothing then.
+    submit(native.writeFd(path, bytes, flush, true), options.signal, undefined, undefined, done, false)
     return
   }
   if (options.signal?.aborted) return callback(abortError(options.signal))
-  writePath(path, bytes, options, flush, done, 'mode')
+  writePath(path, bytes, options, flush, done, 'mode', true)
 }
 
 /** `fs.appendFile(file, data[, options], callback)`: writeFile with flag 'a' (forced for an fd). */
@@ -150,7 +156,7 @@ async function writeFilePromise(path, data, options) {
   if (isFileHandle(path)) return writeHandle(path, bytes, signal)
   if (signal?.aborted) throw abortError(signal)
   return new Promise((resolve, reject) => {
-    writePath(path, bytes, options, flush, (err) => (err ? reject(err) : resolve()), 'flags')
+    writePath(path, bytes, options, flush, (err) => (err ? reject(err) : resolve()), 'flags', false)
   })
 }
 
@@ -178,12 +184,13 @@ function writeHandle(handle, bytes, signal) {
     const release = hold(handle)
     let id
     try {
-      id = native.writeFd(handle.fd, bytes, false)
+      id = native.writeFd(handle.fd, bytes, false, false)
     } catch (err) {
       release()
       throw err
     }
-    submit(id, signal, undefined, release, (err) => (err ? reject(err) : resolve()))
+    // One write in node:fs up to its 512 KiB chunk, after which it looks at the signal again.
+    submit(id, signal, undefined, release, (err) => (err ? reject(err) : resolve()), bytes.byteLength > 512 * 1024)
   })
 }
 

@@ -298,21 +298,30 @@ pub fn close_fd(env: Env, fd: i32) -> Result<f64> {
 
 /// Writes all of `data` to the file at `path` (a string or the bytes of a Buffer
 /// path), opened with numeric `flags` and `mode`, a chunk per step on the pool (an
-/// append in one step); with `flush`, `fsync` before the close. The pool writes from
+/// append in one step); with `flush`, `fsync` before the close; with `writeEmpty`, an
+/// empty `data` is still one `write(2)` (node:fs's callback form). The pool writes from
 /// `data` itself, which JS must not change until the outcome. Returns the request id.
 #[cfg(unix)]
 #[napi]
-pub fn write_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32, data: BufferSlice, flush: bool) -> Result<f64> {
+pub fn write_path(
+    env: Env,
+    path: Either<String, &[u8]>,
+    flags: i32,
+    mode: u32,
+    data: BufferSlice,
+    flush: bool,
+    write_empty: bool,
+) -> Result<f64> {
     let path = c_path(&path)?;
-    writes::submit_write(&env, crate::write::Target::Path { path, flags, mode }, &data, flush)
+    writes::submit_write(&env, crate::write::Target::Path { path, flags, mode }, &data, flush, write_empty)
 }
 
 /// Writes all of `data` to the caller's `fd` at its current position, leaving it
 /// open, as [`write_path`] writes. Returns the request id.
 #[cfg(unix)]
 #[napi]
-pub fn write_fd(env: Env, fd: i32, data: BufferSlice, flush: bool) -> Result<f64> {
-    writes::submit_write(&env, crate::write::Target::Fd(fd), &data, flush)
+pub fn write_fd(env: Env, fd: i32, data: BufferSlice, flush: bool, write_empty: bool) -> Result<f64> {
+    writes::submit_write(&env, crate::write::Target::Fd(fd), &data, flush, write_empty)
 }
 
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already

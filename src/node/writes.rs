@@ -10,7 +10,13 @@ use crate::write::{Target, WriteLimits};
 
 /// Writes the bytes of `data` (a Buffer or other Uint8Array JS made for this write)
 /// to `target`; returns the request id.
-pub(super) fn submit_write(env: &Env, target: Target, data: &BufferSlice, flush: bool) -> Result<f64> {
+pub(super) fn submit_write(
+    env: &Env,
+    target: Target,
+    data: &BufferSlice,
+    flush: bool,
+    write_empty: bool,
+) -> Result<f64> {
     let st = state(env)?;
     let mut reference = std::ptr::null_mut();
     // SAFETY: we are on this environment's JS thread; `data` is a live JS value and the
@@ -25,7 +31,7 @@ pub(super) fn submit_write(env: &Env, target: Target, data: &BufferSlice, flush:
     // write reads them only before it delivers; a caller that changes them meanwhile
     // gets torn bytes on disk, as with node:fs, never freed memory.
     let bytes = unsafe { Borrowed::new(data.as_ptr(), data.len(), Box::new(st.lent_writes.enter())) };
-    let limits = WriteLimits { chunk_size: global().chunk_size(), flush, admitted: true };
+    let limits = WriteLimits { chunk_size: global().chunk_size(), flush, write_empty, admitted: true };
     let id = submit(env, |deliver| {
         Box::new(WriteFileJob::new(target, bytes, limits, move |outcome| {
             deliver(match outcome {

@@ -52,3 +52,19 @@ pub fn fsync(fd: Fd) -> Result<(), FsError> {
         }
     }
 }
+
+/// `ftruncate(2)`: cuts a file rewritten in place to the bytes written. Its error is
+/// reported as the write's (node:fs makes no such call; its `O_TRUNC` open cut first).
+pub fn truncate(fd: Fd, len: u64) -> Result<(), FsError> {
+    loop {
+        // SAFETY: ftruncate takes an fd and a length only.
+        let r = unsafe { libc::ftruncate(fd, len as libc::off_t) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = FsError::last(Syscall::Write);
+        if e.os != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
