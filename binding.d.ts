@@ -64,6 +64,12 @@ export declare function closeCached(fd: number): boolean | unknown
 export declare function closeFd(fd: number): number
 
 /**
+ * `fs.close` after the fd's earlier requests (a stream's `closeFd` does not wait for
+ * them). Returns the request id.
+ */
+export declare function closeInOrder(fd: number): number
+
+/**
  * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
  * how many big files are read at once (0: the default), and/or admission's limits on
  * open files and bytes in flight. The JS layer validates them.
@@ -248,6 +254,19 @@ export declare function statCached(path: string | Uint8Array, follow: boolean, b
 export declare function statPath(path: string | Uint8Array, follow: boolean, bigint: boolean): number
 
 export declare function stats(): PoolStats
+
+/**
+ * `fs.fsync`, or `fs.fdatasync` with `dataOnly`, after the fd's earlier requests.
+ * Returns the request id.
+ */
+export declare function syncFd(fd: number, dataOnly: boolean): number
+
+/**
+ * `fs.write` and `fs.writev` on the pool: every byte of `buffers` (which JS must not
+ * change until the outcome) at `position` (negative: the fd's position), after the
+ * fd's earlier requests. The result is the bytes written. Returns the request id.
+ */
+export declare function writeBuffers(fd: number, buffers: Array<Buffer>, position: number): number
 
 /**
  * Writes all of `data` to the caller's `fd` at its current position, leaving it

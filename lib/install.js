@@ -1,7 +1,9 @@
 'use strict'
 // install() / uninstall(): route existing node:fs callers through fairfs.
 //
-// Patched: fs.readFile, fs.writeFile, fs.appendFile, fs.promises.readFile,
+// Patched: fs.readFile, fs.writeFile, fs.appendFile, the fd primitives of writing
+// (fs.open for writing, fs.write, fs.writev, fs.fsync, fs.fdatasync, fs.close:
+// lib/fd-writes.js), fs.promises.readFile,
 // writeFile and appendFile (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
@@ -54,6 +56,12 @@ const atLoad = {
   'promises.open': fs.promises.open,
   writeFile: fs.writeFile,
   appendFile: fs.appendFile,
+  open: fs.open,
+  write: fs.write,
+  writev: fs.writev,
+  fsync: fs.fsync,
+  fdatasync: fs.fdatasync,
+  close: fs.close,
   'promises.writeFile': fs.promises.writeFile,
   'promises.appendFile': fs.promises.appendFile,
   realpath: fs.realpath,
@@ -108,6 +116,9 @@ function install(fairfs) {
     swap(originals, fs.promises, 'writeFile', 'promises.writeFile', api.writes.promises.writeFile)
     swap(originals, fs.promises, 'appendFile', 'promises.appendFile', api.writes.promises.appendFile)
   }
+  // The fd primitives node:fs's WriteStream and callback writeFile call through the
+  // module, and loggers call themselves (lib/fd-writes.js).
+  for (const [name, fn] of Object.entries(api.primitives ?? {})) swap(originals, fs, name, name, fn)
   if (api.metadata) {
     for (const name of kMetadata) {
       swap(originals, fs, name, name, api.metadata[name])

@@ -18,6 +18,7 @@ const { hold } = require('./filehandle')
 const { watchSignal, unwatchSignal } = require('./signals')
 const metadata = require('./metadata')
 const writes = require('./write-file')
+const { primitives } = require('./fd-writes')
 const { nodeServes } = require('./mocked')
 // node:fs's own functions behind fairfs's API (the node backend's), taken now, before
 // install() patches node:fs: what serves every call while node:fs's binding is mocked
@@ -303,7 +304,7 @@ const patcher = require('./install')
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives })
 }
 
 /** Restores the node:fs functions `install()` replaced. */

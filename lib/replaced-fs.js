@@ -7,14 +7,19 @@
 
 const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
+const { isOurs } = require('./fd-writes')
 
 /** fs's functions as they were when fairfs loaded. */
 const fsAtLoad = { open: fsModule.open, read: fsModule.read, close: fsModule.close }
 
-/** fs[name] ('open', 'read' or 'close') if a caller replaced it since fairfs loaded, else null. */
+/**
+ * fs[name] ('open', 'read' or 'close') if a caller replaced it since fairfs loaded,
+ * else null. fairfs's own (install() puts its fs.open and fs.close there) is not a
+ * caller's.
+ */
 function replaced(name) {
   const fn = fsModule[name]
-  return fn !== fsAtLoad[name] && typeof fn === 'function' ? fn : null
+  return fn !== fsAtLoad[name] && typeof fn === 'function' && !isOurs(fn) ? fn : null
 }
 
 /**

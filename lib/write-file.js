@@ -23,6 +23,7 @@ const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { watchSignal, unwatchSignal } = require('./signals')
 const { hold } = require('./filehandle')
 const { nodeServes } = require('./mocked')
+const { isOurs } = require('./fd-writes')
 
 /** node:fs's functions as they were when fairfs loaded, before install() patches them. */
 const node = {
@@ -35,9 +36,12 @@ const node = {
 const kSteps = ['open', 'write', 'fsync', 'close']
 const stepsAtLoad = kSteps.map((name) => fsModule[name])
 
-/** Whether a caller replaced one of the steps node:fs's callback writeFile calls. */
+/** Whether a caller replaced one of the steps node:fs's callback writeFile calls (fairfs's own are not a caller's). */
 function stepsReplaced() {
-  for (let i = 0; i < kSteps.length; i++) if (fsModule[kSteps[i]] !== stepsAtLoad[i]) return true
+  for (let i = 0; i < kSteps.length; i++) {
+    const fn = fsModule[kSteps[i]]
+    if (fn !== stepsAtLoad[i] && !isOurs(fn)) return true
+  }
   return false
 }
 

@@ -47,6 +47,7 @@ pub enum Syscall {
     Scandir,
     Write,
     Fsync,
+    Fdatasync,
 }
 
 impl Syscall {
@@ -63,6 +64,7 @@ impl Syscall {
             Syscall::Scandir => "scandir",
             Syscall::Write => "write",
             Syscall::Fsync => "fsync",
+            Syscall::Fdatasync => "fdatasync",
         }
     }
 

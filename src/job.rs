@@ -86,6 +86,12 @@ pub trait Job: Send + 'static {
     fn flow(&self) -> Option<u64> {
         None
     }
+    /// Whether the requests of its keyed flow must run one at a time, in the order they
+    /// were made (an fd's writes, syncs and close): none starts early
+    /// ([`crate::scheduler::FairQueue::pop_early`]).
+    fn in_order(&self) -> bool {
+        false
+    }
     /// The job's side of the waits the pool manages, if it may wait at all.
     fn waits(&mut self) -> Option<&mut dyn Waits> {
         None

@@ -6,6 +6,7 @@
 //!   packed into shared slabs;
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
+//! * [`write`]: `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
 //! * [`once`]: one step of other work.
 
 pub mod batch;
@@ -15,5 +16,7 @@ pub mod once;
 pub mod pack;
 pub mod read_file;
 pub mod stream;
+#[cfg(unix)]
+pub mod write;
 #[cfg(unix)]
 pub mod write_file;

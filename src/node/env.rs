@@ -19,6 +19,8 @@ pub enum Delivered {
     Opened(std::result::Result<OpenedFd, ReadError>),
     /// A call with no result: a close, an `access` that found what it asked for.
     Done(std::result::Result<(), ReadError>),
+    /// The bytes an `fs.write` or `fs.writev` wrote.
+    Written(std::result::Result<usize, ReadError>),
     /// The fields of an `fs.Stats` (`stat`, `lstat`, `fstat`), for a `BigIntStats` if
     /// the flag is set. A failed stat is [`Delivered::Done`]'s error.
     #[cfg(unix)]
@@ -64,7 +66,7 @@ pub(super) struct EnvState {
     pub(super) lent_files: HashMap<u64, LentBuffer>,
     /// The Buffers whole-file writes take their bytes from, by request id, held by a
     /// reference until their outcome ([`super::writes`]).
-    pub(super) written_from: HashMap<u64, napi::sys::napi_ref>,
+    pub(super) written_from: HashMap<u64, Vec<napi::sys::napi_ref>>,
     /// The external Buffers this environment holds, and whether their memory may be
     /// used again once they are finalized.
     pub(super) views: Rc<Views>,
@@ -149,7 +151,7 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
                     for (id, _) in &batch {
                         st.pending.remove(id);
                         st.closing.remove(id);
-                        if let Some(reference) = st.written_from.remove(id) {
+                        for reference in st.written_from.remove(id).into_iter().flatten() {
                             delete_reference(&ctx.env, reference);
                         }
                     }

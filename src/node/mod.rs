@@ -313,7 +313,7 @@ pub fn write_path(
     write_empty: bool,
 ) -> Result<f64> {
     let path = c_path(&path)?;
-    writes::submit_write(&env, crate::write::Target::Path { path, flags, mode }, &data, flush, write_empty)
+    writes::submit_write(&env, crate::write::Target::Path { path, flags, mode }, data, flush, write_empty)
 }
 
 /// Writes all of `data` to the caller's `fd` at its current position, leaving it
@@ -321,7 +321,37 @@ pub fn write_path(
 #[cfg(unix)]
 #[napi]
 pub fn write_fd(env: Env, fd: i32, data: BufferSlice, flush: bool, write_empty: bool) -> Result<f64> {
-    writes::submit_write(&env, crate::write::Target::Fd(fd), &data, flush, write_empty)
+    writes::submit_write(&env, crate::write::Target::Fd(fd), data, flush, write_empty)
+}
+
+/// `fs.write` and `fs.writev` on the pool: every byte of `buffers` (which JS must not
+/// change until the outcome) at `position` (negative: the fd's position), after the
+/// fd's earlier requests. The result is the bytes written. Returns the request id.
+#[cfg(unix)]
+#[napi]
+pub fn write_buffers(env: Env, fd: i32, buffers: Vec<BufferSlice>, position: f64) -> Result<f64> {
+    let position = (position >= 0.0).then_some(position as u64);
+    writes::submit_fd_write(&env, fd, &buffers, position)
+}
+
+/// `fs.fsync`, or `fs.fdatasync` with `dataOnly`, after the fd's earlier requests.
+/// Returns the request id.
+#[cfg(unix)]
+#[napi]
+pub fn sync_fd(env: Env, fd: i32, data_only: bool) -> Result<f64> {
+    writes::submit_fd_call(&env, fd, crate::jobs::write::FdOp::Sync { data_only })
+}
+
+/// `fs.close` after the fd's earlier requests (a stream's `closeFd` does not wait for
+/// them). Returns the request id.
+#[cfg(unix)]
+#[napi]
+pub fn close_in_order(env: Env, fd: i32) -> Result<f64> {
+    state(&env)?.fds.remove(&fd);
+    let id = writes::submit_fd_call(&env, fd, crate::jobs::write::FdOp::Close)?;
+    state(&env)?.closing.insert(id as u64);
+    global().end_flow(crate::jobs::write::fd_flow(fd));
+    Ok(id)
 }
 
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already

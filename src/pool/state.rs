@@ -159,7 +159,7 @@ impl State {
     pub(super) fn take(&mut self) -> Option<Flow<Entry>> {
         let large_ok = self.large_ok();
         let next = if large_ok { self.queue.pop() } else { self.queue.pop_where(|e| !e.job.is_large()) };
-        next.or_else(|| self.queue.pop_early(|e| large_ok || !e.job.is_large()))
+        next.or_else(|| self.queue.pop_early(|e| (large_ok || !e.job.is_large()) && !e.job.in_order()))
     }
 }
 

@@ -33,20 +33,64 @@ pub fn is_append(fd: Fd) -> Result<bool, FsError> {
     Ok(flags & libc::O_APPEND != 0)
 }
 
-/// `fsync(2)`, as libuv's `uv_fs_fsync` on Linux and FreeBSD. (macOS's libuv asks for
-/// `F_FULLFSYNC` first; the write job is built for unix, and macOS takes it too.)
+/// `fsync(2)`, as libuv's `uv_fs_fsync`: on macOS `F_FULLFSYNC` (what reaches the disk
+/// there), then plain `fsync` where the file system refuses it.
 pub fn fsync(fd: Fd) -> Result<(), FsError> {
+    #[cfg(target_os = "macos")]
+    // SAFETY: fcntl with an integer command and no pointer arguments.
+    if unsafe { libc::fcntl(fd, libc::F_FULLFSYNC) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: fsync takes an fd only.
+    retry(Syscall::Fsync, || unsafe { libc::fsync(fd) })
+}
+
+/// `fdatasync(2)` (`fsync` where there is none, as libuv does on macOS).
+pub fn fdatasync(fd: Fd) -> Result<(), FsError> {
+    #[cfg(any(target_os = "linux", target_os = "freebsd"))]
+    // SAFETY: fdatasync takes an fd only.
+    return retry(Syscall::Fdatasync, || unsafe { libc::fdatasync(fd) });
+    #[cfg(not(any(target_os = "linux", target_os = "freebsd")))]
+    return fsync(fd).map_err(|e| FsError::new(e.os, Syscall::Fdatasync));
+}
+
+/// Runs `call` until it does not fail with `EINTR`.
+fn retry(syscall: Syscall, mut call: impl FnMut() -> libc::c_int) -> Result<(), FsError> {
     loop {
-        #[cfg(target_os = "macos")]
-        // SAFETY: fcntl with an integer command and no pointer arguments.
-        let r = unsafe { libc::fcntl(fd, libc::F_FULLFSYNC) };
-        #[cfg(not(target_os = "macos"))]
-        // SAFETY: fsync takes an fd only.
-        let r = unsafe { libc::fsync(fd) };
-        if r == 0 {
+        if call() == 0 {
             return Ok(());
         }
-        let e = FsError::last(Syscall::Fsync);
+        let e = FsError::last(syscall);
+        if e.os != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// The most buffers one `writev(2)` takes (`IOV_MAX`; libuv sends at most this many).
+const MAX_BUFFERS: usize = 1024;
+
+/// One `writev(2)` (`pwritev(2)` at `offset`) of `bufs`, at most [`MAX_BUFFERS`] of
+/// them, `EINTR` retried: the bytes the kernel took.
+pub fn write_vectored(fd: Fd, bufs: &[&[u8]], offset: Option<u64>) -> Result<usize, FsError> {
+    let iov: Vec<libc::iovec> = bufs
+        .iter()
+        .take(MAX_BUFFERS)
+        .map(|b| libc::iovec { iov_base: b.as_ptr().cast_mut().cast(), iov_len: b.len() })
+        .collect();
+    loop {
+        // SAFETY: every iovec points at a slice that stays borrowed for the call, and
+        // the kernel only reads from them.
+        let n = unsafe {
+            match offset {
+                Some(at) => libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, at as libc::off_t),
+                None => libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int),
+            }
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = FsError::last(Syscall::Write);
         if e.os != libc::EINTR {
             return Err(e);
         }
