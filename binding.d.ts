@@ -95,6 +95,12 @@ export declare function fstatFd(fd: number, bigint: boolean): number
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
 
 /**
+ * `unlink` (`kind` 0) of `path`, `rename` (1) of `path` to `dest`, or `mkdir` (2) of
+ * `path` with `mode`, on the pool: `undefined` or the error. Returns the request id.
+ */
+export declare function mutatePath(kind: number, path: string | Uint8Array, dest: string | Uint8Array | undefined | null, mode: number): number
+
+/**
  * A new key for a read stream's blocks, which then share one place in the pool's
  * fair queue ([`crate::scheduler`]); `endFlow` forgets it when the stream closes, and
  * the environment's teardown if it never does.

@@ -848,6 +848,7 @@ module.exports.fastPathEnabled = nativeBinding.fastPathEnabled
 module.exports.forgetFd = nativeBinding.forgetFd
 module.exports.fstatFd = nativeBinding.fstatFd
 module.exports.init = nativeBinding.init
+module.exports.mutatePath = nativeBinding.mutatePath
 module.exports.newFlow = nativeBinding.newFlow
 module.exports.openCached = nativeBinding.openCached
 module.exports.openPath = nativeBinding.openPath

@@ -67,6 +67,12 @@ export function appendFile(path: PathOrFd, data: WriteFileData, callback: WriteF
 export function appendFile(path: PathOrFd, data: WriteFileData, options: BufferEncoding | WriteFileOptions | null | undefined, callback: WriteFileCallback): void
 export function appendFile(path: PathOrFd, data: WriteFileData, options?: BufferEncoding | WriteFileOptions | null): Promise<void>
 
+/** `fs.unlink`, `fs.rename` and `fs.mkdir` on fairfs's pool, with node:fs's results and errors
+ *  (`mkdir` with `recursive`, the node backend and Windows: node:fs's own). */
+export const unlink: typeof import('node:fs').unlink
+export const rename: typeof import('node:fs').rename
+export const mkdir: typeof import('node:fs').mkdir
+
 /** The promise API, like `fs.promises`: a FileHandle is accepted, a plain fd is not. */
 export const promises: {
   readFile(path: PathLike | FileHandle, options: BufferEncoding | (ReadFileOptions & { encoding: BufferEncoding })): Promise<string>
@@ -77,6 +83,10 @@ export const promises: {
   access: typeof import('node:fs/promises').access
   realpath: typeof import('node:fs/promises').realpath
   readdir: typeof import('node:fs/promises').readdir
+  /** `fs.promises.unlink`, `rename` and `mkdir` on fairfs's pool (`recursive`: node:fs's own). */
+  unlink: typeof import('node:fs/promises').unlink
+  rename: typeof import('node:fs/promises').rename
+  mkdir: typeof import('node:fs/promises').mkdir
   /** `fs.promises.writeFile` on fairfs's pool; (async) iterables and streams go to node:fs's. */
   writeFile: typeof import('node:fs/promises').writeFile
   appendFile: typeof import('node:fs/promises').appendFile
@@ -264,6 +274,9 @@ declare const fairfs: {
   readFiles: typeof readFiles
   writeFile: typeof writeFile
   appendFile: typeof appendFile
+  unlink: typeof unlink
+  rename: typeof rename
+  mkdir: typeof mkdir
   stat: typeof stat
   lstat: typeof lstat
   access: typeof access

@@ -90,20 +90,23 @@ let systemErrors
  * node:fs adds the path only to errors of calls that take one (`open` here).
  */
 /** The syscalls whose errors node:fs gives a `path`. */
-const kTakesPath = new Set(['open', 'stat', 'lstat', 'access', 'realpath', 'scandir'])
+const kTakesPath = new Set(['open', 'stat', 'lstat', 'access', 'realpath', 'scandir', 'unlink', 'rename', 'mkdir'])
 
-function uvError([errno, syscall], path) {
+/** `dest`: the second path of a call that takes two (rename), shown after ' -> '. */
+function uvError([errno, syscall], path, dest) {
   systemErrors ??= require('node:util').getSystemErrorMap()
   // For a number libuv does not name, node:fs's code and text both come from
   // uv_err_name / uv_strerror: 'Unknown system error -116'.
   const unknown = `Unknown system error ${errno}`
   const [code, description] = systemErrors.get(errno) ?? [unknown, unknown]
   const withPath = kTakesPath.has(syscall) && path !== undefined
-  const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}`)
+  const withDest = withPath && dest !== undefined
+  const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}${withDest ? ` -> '${dest}'` : ''}`)
   err.errno = errno
   err.code = code
   err.syscall = syscall
   if (withPath) err.path = path
+  if (withDest) err.dest = dest
   return err
 }
 

@@ -3,8 +3,8 @@
 //
 // Patched: fs.readFile, fs.writeFile, fs.appendFile, the fd primitives of writing
 // (fs.open for writing, fs.write, fs.writev, fs.fsync, fs.fdatasync, fs.close:
-// lib/fd-writes.js), fs.promises.readFile,
-// writeFile and appendFile (the same object as
+// lib/fd-writes.js), fs.unlink, fs.rename, fs.mkdir, fs.promises.readFile,
+// writeFile, appendFile, unlink, rename and mkdir (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
 // the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access, fs.readdir (and so
@@ -62,6 +62,12 @@ const atLoad = {
   fsync: fs.fsync,
   fdatasync: fs.fdatasync,
   close: fs.close,
+  unlink: fs.unlink,
+  rename: fs.rename,
+  mkdir: fs.mkdir,
+  'promises.unlink': fs.promises.unlink,
+  'promises.rename': fs.promises.rename,
+  'promises.mkdir': fs.promises.mkdir,
   'promises.writeFile': fs.promises.writeFile,
   'promises.appendFile': fs.promises.appendFile,
   realpath: fs.realpath,
@@ -119,6 +125,12 @@ function install(fairfs) {
   // The fd primitives node:fs's WriteStream and callback writeFile call through the
   // module, and loggers call themselves (lib/fd-writes.js).
   for (const [name, fn] of Object.entries(api.primitives ?? {})) swap(originals, fs, name, name, fn)
+  if (api.mutate) {
+    for (const name of ['unlink', 'rename', 'mkdir']) {
+      swap(originals, fs, name, name, api.mutate[name])
+      swap(originals, fs.promises, name, `promises.${name}`, api.mutate.promises[name])
+    }
+  }
   if (api.metadata) {
     for (const name of kMetadata) {
       swap(originals, fs, name, name, api.metadata[name])

@@ -19,6 +19,7 @@ const { watchSignal, unwatchSignal } = require('./signals')
 const metadata = require('./metadata')
 const writes = require('./write-file')
 const { primitives } = require('./fd-writes')
+const mutate = require('./mutate')
 const { nodeServes } = require('./mocked')
 // node:fs's own functions behind fairfs's API (the node backend's), taken now, before
 // install() patches node:fs: what serves every call while node:fs's binding is mocked
@@ -255,6 +256,9 @@ const promises = {
   },
   writeFile: writes.promises.writeFile,
   appendFile: writes.promises.appendFile,
+  unlink: mutate.promises.unlink,
+  rename: mutate.promises.rename,
+  mkdir: mutate.promises.mkdir,
   stat: meta.promises.stat,
   lstat: meta.promises.lstat,
   access: meta.promises.access,
@@ -304,7 +308,7 @@ const patcher = require('./install')
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives, mutate: mutate.supported ? mutate : null })
 }
 
 /** Restores the node:fs functions `install()` replaced. */
@@ -317,6 +321,9 @@ module.exports = {
   readFiles,
   writeFile: writes.writeFile,
   appendFile: writes.appendFile,
+  unlink: mutate.unlink,
+  rename: mutate.rename,
+  mkdir: mutate.mkdir,
   stat: meta.stat,
   lstat: meta.lstat,
   access: meta.access,

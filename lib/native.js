@@ -138,10 +138,10 @@ function track(id, handler) {
  * libuv's negative error number, named by uvError; node:fs adds `path` to `open`
  * errors), `[size, limit]` a file over the limit, `['panic']` a pool thread that panicked.
  */
-function nativeError(result, path) {
+function nativeError(result, path, dest) {
   if (result[0] === 'panic') return internalError(path)
   // [size, limit]: over the limit that applied; [uvErrno, syscall]: an OS error.
-  return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path)
+  return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path, dest)
 }
 
 module.exports = { binding, track, nativeError }

@@ -48,6 +48,9 @@ pub enum Syscall {
     Write,
     Fsync,
     Fdatasync,
+    Unlink,
+    Rename,
+    Mkdir,
 }
 
 impl Syscall {
@@ -65,6 +68,9 @@ impl Syscall {
             Syscall::Write => "write",
             Syscall::Fsync => "fsync",
             Syscall::Fdatasync => "fdatasync",
+            Syscall::Unlink => "unlink",
+            Syscall::Rename => "rename",
+            Syscall::Mkdir => "mkdir",
         }
     }
 
@@ -72,7 +78,15 @@ impl Syscall {
     pub fn takes_path(self) -> bool {
         matches!(
             self,
-            Syscall::Open | Syscall::Stat | Syscall::Lstat | Syscall::Access | Syscall::Realpath | Syscall::Scandir
+            Syscall::Open
+                | Syscall::Stat
+                | Syscall::Lstat
+                | Syscall::Access
+                | Syscall::Realpath
+                | Syscall::Scandir
+                | Syscall::Unlink
+                | Syscall::Rename
+                | Syscall::Mkdir
         )
     }
 }

@@ -22,6 +22,7 @@ export const SERVERS = {
   fastify: path.join(here, 'server', 'fastify-server.mjs'),
   express: path.join(here, 'server', 'express-server.mjs'),
   koa: path.join(here, 'server', 'koa-server.mjs'),
+  upload: path.join(here, 'server', 'upload-server.mjs'),
 }
 const SIDES = ['http node:fs', 'http fairfs', 'fastify node:fs', 'fastify fairfs']
 const DOWNLOADERS = 4

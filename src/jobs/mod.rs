@@ -7,11 +7,14 @@
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
 //! * [`write`]: `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
+//! * [`mutate`]: `unlink`, `rename` and `mkdir`, one step each;
 //! * [`once`]: one step of other work.
 
 pub mod batch;
 #[cfg(unix)]
 pub mod metadata;
+#[cfg(unix)]
+pub mod mutate;
 pub mod once;
 pub mod pack;
 pub mod read_file;

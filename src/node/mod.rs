@@ -354,6 +354,28 @@ pub fn close_in_order(env: Env, fd: i32) -> Result<f64> {
     Ok(id)
 }
 
+/// `unlink` (`kind` 0) of `path`, `rename` (1) of `path` to `dest`, or `mkdir` (2) of
+/// `path` with `mode`, on the pool: `undefined` or the error. Returns the request id.
+#[cfg(unix)]
+#[napi]
+pub fn mutate_path(
+    env: Env,
+    kind: u32,
+    path: Either<String, &[u8]>,
+    dest: Option<Either<String, &[u8]>>,
+    mode: u32,
+) -> Result<f64> {
+    use crate::jobs::mutate::Mutation;
+    let path = c_path(&path)?;
+    let mutation = match (kind, dest) {
+        (0, _) => Mutation::Unlink(path),
+        (1, Some(dest)) => Mutation::Rename { from: path, to: c_path(&dest)? },
+        (2, _) => Mutation::Mkdir { path, mode },
+        _ => return Err(Error::new(Status::InvalidArg, "fairfs: unknown change")),
+    };
+    submit(&env, |deliver| mutation.into_job(move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done))))
+}
+
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already
 /// finishing) still arrives through `onComplete`.
 #[napi]

@@ -112,3 +112,26 @@ pub fn truncate(fd: Fd, len: u64) -> Result<(), FsError> {
         }
     }
 }
+
+/// Runs a path call that answers 0 or -1 with errno, `EINTR` retried.
+fn path_call(syscall: Syscall, call: impl FnMut() -> libc::c_int) -> Result<(), FsError> {
+    retry(syscall, call)
+}
+
+/// `unlink(2)`.
+pub fn unlink(path: &std::ffi::CStr) -> Result<(), FsError> {
+    // SAFETY: `path` is NUL-terminated for the duration of the call.
+    path_call(Syscall::Unlink, || unsafe { libc::unlink(path.as_ptr()) })
+}
+
+/// `rename(2)`.
+pub fn rename(from: &std::ffi::CStr, to: &std::ffi::CStr) -> Result<(), FsError> {
+    // SAFETY: both paths are NUL-terminated for the duration of the call.
+    path_call(Syscall::Rename, || unsafe { libc::rename(from.as_ptr(), to.as_ptr()) })
+}
+
+/// `mkdir(2)` with `mode` (before the umask).
+pub fn mkdir(path: &std::ffi::CStr, mode: u32) -> Result<(), FsError> {
+    // SAFETY: `path` is NUL-terminated for the duration of the call.
+    path_call(Syscall::Mkdir, || unsafe { libc::mkdir(path.as_ptr(), mode as libc::mode_t) })
+}

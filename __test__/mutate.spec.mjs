@@ -1,0 +1,138 @@
+// unlink, rename and mkdir: the same call on node:fs and on fairfs, each in a fresh
+// directory of its own laid out the same way, and the outcome (callback arguments,
+// thrown or rejected errors with every field, a promise's value) and the directory
+// afterwards compared. Paths in messages are made relative to the directory.
+import test from 'ava'
+import fs from 'node:fs'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { fairfs, tmpPath, describeError, isNative } from './helpers.mjs'
+
+/** A directory with a file `f`, an empty directory `d`, and a directory `full` holding `x`. */
+function layout() {
+  const dir = tmpPath('mutate')
+  fs.mkdirSync(dir)
+  fs.writeFileSync(path.join(dir, 'f'), 'file')
+  fs.mkdirSync(path.join(dir, 'd'))
+  fs.mkdirSync(path.join(dir, 'full'))
+  fs.writeFileSync(path.join(dir, 'full', 'x'), 'x')
+  return dir
+}
+
+/** What is in `dir` now: each entry's kind, mode and (for files) content. */
+function snapshot(dir) {
+  const out = {}
+  const walk = (rel) => {
+    for (const name of fs.readdirSync(path.join(dir, rel)).sort()) {
+      const p = path.join(dir, rel, name)
+      const st = fs.lstatSync(p)
+      const key = path.join(rel, name)
+      out[key] = st.isDirectory() ? `dir ${(st.mode & 0o777).toString(8)}` : `file ${fs.readFileSync(p, 'latin1')}`
+      if (st.isDirectory()) walk(key)
+    }
+  }
+  walk('')
+  return out
+}
+
+const relative = (dir, v) => (typeof v === 'string' ? v.split(dir).join('<dir>') : v)
+
+function describe(dir, outcome) {
+  if (outcome instanceof Error) {
+    const d = describeError(outcome)
+    return { ...d, path: relative(dir, d.path), message: relative(dir, d.message), dest: relative(dir, outcome.dest) }
+  }
+  return { value: relative(dir, outcome) }
+}
+
+/** Runs `call(fsLike, dir, done)` in a fresh layout: the callback's arguments, or what it threw. */
+function runCallback(api, call) {
+  const dir = layout()
+  return new Promise((resolve) => {
+    try {
+      call(api, dir, (...args) => resolve({ args: args.map((a) => describe(dir, a ?? a)), after: snapshot(dir) }))
+    } catch (err) {
+      resolve({ threw: describe(dir, err), after: snapshot(dir) })
+    }
+  })
+}
+
+async function runPromise(api, call) {
+  const dir = layout()
+  let p
+  try {
+    p = call(api.promises, dir)
+  } catch (err) {
+    return { threw: describe(dir, err), after: snapshot(dir) }
+  }
+  try {
+    return { resolved: describe(dir, await p), after: snapshot(dir) }
+  } catch (err) {
+    return { rejected: describe(dir, err), after: snapshot(dir) }
+  }
+}
+
+const j = path.join
+const cases = {
+  'unlink a file': { cb: (f, d, done) => f.unlink(j(d, 'f'), done), p: (f, d) => f.unlink(j(d, 'f')) },
+  'unlink a missing file (ENOENT)': { cb: (f, d, done) => f.unlink(j(d, 'nope'), done), p: (f, d) => f.unlink(j(d, 'nope')) },
+  'unlink a directory (EISDIR)': { cb: (f, d, done) => f.unlink(j(d, 'd'), done), p: (f, d) => f.unlink(j(d, 'd')) },
+  'unlink under a file (ENOTDIR)': { cb: (f, d, done) => f.unlink(j(d, 'f', 'x'), done), p: (f, d) => f.unlink(j(d, 'f', 'x')) },
+  'unlink a Buffer path and a file: URL': {
+    cb: (f, d, done) => f.unlink(Buffer.from(j(d, 'f')), () => f.unlink(pathToFileURL(j(d, 'full', 'x')), done)),
+    p: (f, d) => f.unlink(Buffer.from(j(d, 'f'))).then(() => f.unlink(pathToFileURL(j(d, 'full', 'x')))),
+  },
+  'unlink a path with a NUL byte': { cb: (f, d, done) => f.unlink(`${d}/a\u0000b`, done), p: (f, d) => f.unlink(`${d}/a\u0000b`) },
+  'unlink a number': { cb: (f, d, done) => f.unlink(1, done), p: (f) => f.unlink(1) },
+  'unlink without a callback': { cb: (f, d) => f.unlink(j(d, 'f')) },
+  'rename a file': { cb: (f, d, done) => f.rename(j(d, 'f'), j(d, 'g'), done), p: (f, d) => f.rename(j(d, 'f'), j(d, 'g')) },
+  'rename a file over another': { cb: (f, d, done) => f.rename(j(d, 'f'), j(d, 'full', 'x'), done), p: (f, d) => f.rename(j(d, 'f'), j(d, 'full', 'x')) },
+  'rename a directory into a new name': { cb: (f, d, done) => f.rename(j(d, 'full'), j(d, 'moved'), done), p: (f, d) => f.rename(j(d, 'full'), j(d, 'moved')) },
+  'rename a missing file (ENOENT, with dest)': { cb: (f, d, done) => f.rename(j(d, 'nope'), j(d, 'g'), done), p: (f, d) => f.rename(j(d, 'nope'), j(d, 'g')) },
+  'rename a directory over a non-empty one (ENOTEMPTY)': { cb: (f, d, done) => f.rename(j(d, 'd'), j(d, 'full'), done), p: (f, d) => f.rename(j(d, 'd'), j(d, 'full')) },
+  'rename a file over a directory (EISDIR)': { cb: (f, d, done) => f.rename(j(d, 'f'), j(d, 'd'), done), p: (f, d) => f.rename(j(d, 'f'), j(d, 'd')) },
+  'rename with a bad new path': { cb: (f, d, done) => f.rename(j(d, 'f'), 5, done), p: (f, d) => f.rename(j(d, 'f'), 5) },
+  'mkdir': { cb: (f, d, done) => f.mkdir(j(d, 'new'), done), p: (f, d) => f.mkdir(j(d, 'new')) },
+  'mkdir with a mode number': { cb: (f, d, done) => f.mkdir(j(d, 'new'), 0o700, done), p: (f, d) => f.mkdir(j(d, 'new'), 0o700) },
+  'mkdir with a mode string': { cb: (f, d, done) => f.mkdir(j(d, 'new'), '750', done), p: (f, d) => f.mkdir(j(d, 'new'), '750') },
+  'mkdir with { mode }': { cb: (f, d, done) => f.mkdir(j(d, 'new'), { mode: 0o711 }, done), p: (f, d) => f.mkdir(j(d, 'new'), { mode: 0o711 }) },
+  'mkdir with a bad mode': { cb: (f, d, done) => f.mkdir(j(d, 'new'), { mode: 'rwx' }, done), p: (f, d) => f.mkdir(j(d, 'new'), { mode: 'rwx' }) },
+  'mkdir of an existing directory (EEXIST)': { cb: (f, d, done) => f.mkdir(j(d, 'd'), done), p: (f, d) => f.mkdir(j(d, 'd')) },
+  'mkdir under a missing directory (ENOENT)': { cb: (f, d, done) => f.mkdir(j(d, 'a', 'b'), done), p: (f, d) => f.mkdir(j(d, 'a', 'b')) },
+  'mkdir recursive (node:fs\'s walk: the first directory made)': {
+    cb: (f, d, done) => f.mkdir(j(d, 'a', 'b', 'c'), { recursive: true }, done),
+    p: (f, d) => f.mkdir(j(d, 'a', 'b', 'c'), { recursive: true }),
+  },
+  'mkdir recursive under a file (ENOTDIR)': {
+    cb: (f, d, done) => f.mkdir(j(d, 'f', 'b'), { recursive: true }, done),
+    p: (f, d) => f.mkdir(j(d, 'f', 'b'), { recursive: true }),
+  },
+  'mkdir with a bad recursive': { cb: (f, d, done) => f.mkdir(j(d, 'new'), { recursive: 1 }, done), p: (f, d) => f.mkdir(j(d, 'new'), { recursive: 1 }) },
+}
+
+for (const [name, { cb, p }] of Object.entries(cases)) {
+  test(`${name}: callback form as node:fs`, async (t) => {
+    t.deepEqual(await runCallback(fairfs, cb), await runCallback(fs, cb))
+  })
+  if (p) {
+    test(`${name}: promise form as node:fs`, async (t) => {
+      t.deepEqual(await runPromise(fairfs, p), await runPromise(fs, p))
+    })
+  }
+}
+
+test.serial('install() puts them on node:fs and its promises, uninstall() takes them back', (t) => {
+  const before = { unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, p: fs.promises.unlink }
+  fairfs.install()
+  t.teardown(() => fairfs.uninstall())
+  if (isNative) {
+    t.is(fs.unlink, fairfs.unlink)
+    t.is(fs.rename, fairfs.rename)
+    t.is(fs.mkdir, fairfs.mkdir)
+    t.is(fs.promises.unlink, fairfs.promises.unlink)
+  } else {
+    t.is(fs.unlink, before.unlink, 'the node backend patches nothing')
+  }
+  fairfs.uninstall()
+  t.deepEqual({ unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, p: fs.promises.unlink }, before)
+})
