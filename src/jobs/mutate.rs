@@ -28,11 +28,12 @@ pub enum Mutation {
 impl Mutation {
     /// Makes the change on this thread.
     pub fn run(&self) -> Result<(), ReadError> {
-        Ok(match self {
-            Mutation::Unlink(path) => sys::write::unlink(path)?,
-            Mutation::Rename { from, to } => sys::write::rename(from, to)?,
-            Mutation::Mkdir { path, mode } => sys::write::mkdir(path, *mode)?,
-        })
+        let done = match self {
+            Mutation::Unlink(path) => sys::write::unlink(path),
+            Mutation::Rename { from, to } => sys::write::rename(from, to),
+            Mutation::Mkdir { path, mode } => sys::write::mkdir(path, *mode),
+        };
+        Ok(done?)
     }
 
     /// The change as a pool job; `on_done` gets its outcome, or `None` if cancelled
