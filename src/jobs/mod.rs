@@ -6,7 +6,7 @@
 //!   packed into shared slabs;
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
-//! * [`write`]: `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
+//! * [`write`](mod@write): `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
 //! * [`mutate`]: `unlink`, `rename` and `mkdir`, one step each;
 //! * [`once`]: one step of other work.
 
