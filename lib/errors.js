@@ -107,6 +107,8 @@ function uvError([errno, syscall], path, dest) {
   err.syscall = syscall
   if (withPath) err.path = path
   if (withDest) err.dest = dest
+  // node:fs makes these errors in C++, outside any JS frame: its stack is the message.
+  err.stack = `Error: ${err.message}`
   return err
 }
 

@@ -20,7 +20,9 @@ const { binding: native, track, nativeError } = require('./native')
 const { validatePath, parseFileMode, stringToFlags, isInt32 } = require('./args')
 const { nodeServes } = require('./mocked')
 
-const { constants: { O_ACCMODE, O_RDONLY } } = fsModule
+// Opened for reading only: neither write bit (fs.constants has no O_ACCMODE on Node 20).
+const { constants: { O_WRONLY, O_RDWR } } = fsModule
+const readOnly = (flags) => (flags & (O_WRONLY | O_RDWR)) === 0
 
 /** node:fs's functions as they were when fairfs loaded. */
 const node = {
@@ -64,9 +66,13 @@ function cancelled() {
 function write(fd, buffer, offsetOrOptions, length, position, callback) {
   if (!serves() || !isFd(fd)) return Reflect.apply(node.write, this, arguments)
   let offset = offsetOrOptions
-  if (ArrayBuffer.isView(buffer)) {
+  // A view of nothing (or of a detached buffer): node:fs's own answer.
+  if (ArrayBuffer.isView(buffer) && buffer.byteLength > 0) {
     callback ||= position || length || offset
     if (typeof callback !== 'function') return Reflect.apply(node.write, this, arguments)
+    if (offset != null && typeof offset !== 'number' && typeof offset !== 'object' && typeof offset !== 'function') {
+      return Reflect.apply(node.write, this, arguments) // node:fs's error for it
+    }
     if (typeof offset === 'object') {
       ({ offset = 0, length = buffer.byteLength - offset, position = null } = offsetOrOptions ?? {})
     }
@@ -81,7 +87,7 @@ function write(fd, buffer, offsetOrOptions, length, position, callback) {
     submit(native.writeBuffers(fd, [view], position ?? -1), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
     return
   }
-  if (typeof buffer !== 'string') return Reflect.apply(node.write, this, arguments)
+  if (typeof buffer !== 'string' || buffer.length === 0) return Reflect.apply(node.write, this, arguments)
   // node:fs's reading of the string form's arguments.
   if (typeof position !== 'function') {
     if (typeof offset === 'function') {
@@ -103,10 +109,20 @@ function write(fd, buffer, offsetOrOptions, length, position, callback) {
   submit(native.writeBuffers(fd, [bytes], at), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
 }
 
+/** Views of bytes fairfs writes as they are: no holes, nothing empty or detached. */
+function writable(buffers) {
+  if (!Array.isArray(buffers)) return false
+  for (let i = 0; i < buffers.length; i++) {
+    const b = buffers[i]
+    if (!ArrayBuffer.isView(b) || b.byteLength === 0) return false
+  }
+  return true
+}
+
 /** `fs.writev(fd, buffers[, position], callback)`. */
 function writev(fd, buffers, position, callback) {
   callback ||= position
-  if (!serves() || !isFd(fd) || !Array.isArray(buffers) || !buffers.every((b) => ArrayBuffer.isView(b)) ||
+  if (!serves() || !isFd(fd) || !writable(buffers) ||
       typeof callback !== 'function' || buffers.length === 0 || (typeof position === 'number' && !isPosition(position))) {
     return Reflect.apply(node.writev, this, arguments)
   }
@@ -151,7 +167,7 @@ function open(path, flags, mode, callback) {
   } catch {
     return Reflect.apply(node.open, this, arguments) // node:fs's error for it
   }
-  if (typeof callback !== 'function' || (flagsNumber & O_ACCMODE) === O_RDONLY) return Reflect.apply(node.open, this, arguments)
+  if (typeof callback !== 'function' || readOnly(flagsNumber)) return Reflect.apply(node.open, this, arguments)
   submit(native.openPath(target.native, flagsNumber, mode), callback, target.display, (fd) => {
     // The caller's fd now: an environment's teardown leaves it open, as node:fs does.
     native.forgetFd(fd)
