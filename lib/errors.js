@@ -150,4 +150,14 @@ function internalError(path) {
   return withCode(new Error(`fairfs: a pool thread panicked while reading${where}; only this read failed (a bug in fairfs, see stderr)`), 'ERR_FAIRFS_INTERNAL')
 }
 
-module.exports = { withCode, internalError, methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }
+/**
+ * node:fs/promises' handleErrorFromBinding: the error's stack is taken where the
+ * promise settles, inside the awaiting call, so that it shows the caller as
+ * node:fs's does.
+ */
+function withCallerStack(error) {
+  Error.captureStackTrace(error, withCallerStack)
+  throw error
+}
+
+module.exports = { withCode, withCallerStack, internalError, methodNotImplemented, invalidArgType, invalidArgValue, outOfRange, uvError, fileTooLarge, AbortError }

@@ -19,6 +19,7 @@ const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
 const { current: settings } = require('./settings')
 const { nodeServes } = require('./mocked')
+const { withCallerStack } = require('./errors')
 
 const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
 /** node:fs's own functions, taken before install() replaces them. */
@@ -203,16 +204,6 @@ function readdir(path, options, callback) {
     if (entries === null) return node.readdir(path, options, callback)
     callback(null, entries)
   })
-}
-
-/**
- * node:fs/promises' handleErrorFromBinding: the error's stack is taken where the
- * promise settles, inside the awaiting call, so that it shows the caller as
- * node:fs's does.
- */
-function withCallerStack(error) {
-  Error.captureStackTrace(error, withCallerStack)
-  throw error
 }
 
 /** fs.promises.stat / lstat. */

@@ -13,6 +13,7 @@ const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
 const { validatePath, parseFileMode } = require('./args')
 const { nodeServes } = require('./mocked')
+const { withCallerStack } = require('./errors')
 
 /** node:fs's own functions, taken before install() replaces them. */
 const node = {
@@ -82,7 +83,8 @@ function mkdir(path, options, callback) {
   submit(kMkdir, target, undefined, opts.mode, (err) => callback(err))
 }
 
-const promise = (start) => new Promise((resolve, reject) => start((err) => (err ? reject(err) : resolve())))
+/** A change as a promise whose error shows its caller (lib/errors.js withCallerStack). */
+const promise = (start) => new Promise((resolve, reject) => start((err) => (err ? reject(err) : resolve()))).then(undefined, withCallerStack)
 
 const promises = {
   unlink(path) {

@@ -19,7 +19,7 @@ const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
 const { binding: native, track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, parseFileMode, validateBoolean, isInt32, isFileHandle, copyOptions } = require('./args')
-const { invalidArgType, outOfRange, AbortError } = require('./errors')
+const { invalidArgType, outOfRange, AbortError, withCallerStack } = require('./errors')
 const { watchSignal, unwatchSignal } = require('./signals')
 const { hold } = require('./filehandle')
 const { nodeServes } = require('./mocked')
@@ -159,9 +159,9 @@ async function writeFilePromise(path, data, options) {
   const { signal } = options
   if (isFileHandle(path)) return writeHandle(path, bytes, signal)
   if (signal?.aborted) throw abortError(signal)
-  return new Promise((resolve, reject) => {
+  return await new Promise((resolve, reject) => {
     writePath(path, bytes, options, flush, (err) => (err ? reject(err) : resolve()), 'flags', false)
-  })
+  }).then(undefined, withCallerStack)
 }
 
 /** `fs.promises.appendFile(file, data[, options])`: writeFile with flag 'a'. */
