@@ -1,6 +1,7 @@
 // A load generator of the upload benchmark, in a process of its own: autocannon posts
 // a 64 KiB file as multipart/form-data over `connections` connections for `ms`, then
-// prints {requests, p50, p90, p99, errors} as JSON (latencies in ms).
+// prints {requests, answered, p50, p90, p99, errors} as JSON (latencies in ms;
+// `answered`: uploads the server answered with 2xx).
 //   node uploads.mjs <port> <connections> <ms>
 import autocannon from 'autocannon'
 
@@ -23,6 +24,7 @@ const result = await autocannon({
 const { latency } = result
 console.log(JSON.stringify({
   requests: result.requests.average,
+  answered: result['2xx'],
   p50: latency.p50,
   p90: latency.p90,
   p99: latency.p99,
