@@ -76,6 +76,12 @@ export declare function closeInOrder(fd: number): number
  */
 export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null, maxOpenFiles?: number | undefined | null, maxBytesInFlight?: number | undefined | null): void
 
+/**
+ * `copyFile` of `src` to `dest` with `fs.constants.COPYFILE_*` `mode` bits, a chunk per
+ * step on the pool: `undefined` or the error. Returns the request id.
+ */
+export declare function copyFile(src: string | Uint8Array, dest: string | Uint8Array, mode: number): number
+
 /** Forgets flow `flow` once none of its blocks is left. */
 export declare function endFlow(flow: number): void
 

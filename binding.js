@@ -843,6 +843,7 @@ module.exports.closeCached = nativeBinding.closeCached
 module.exports.closeFd = nativeBinding.closeFd
 module.exports.closeInOrder = nativeBinding.closeInOrder
 module.exports.configure = nativeBinding.configure
+module.exports.copyFile = nativeBinding.copyFile
 module.exports.endFlow = nativeBinding.endFlow
 module.exports.fastPathEnabled = nativeBinding.fastPathEnabled
 module.exports.forgetFd = nativeBinding.forgetFd

@@ -72,6 +72,8 @@ export function appendFile(path: PathOrFd, data: WriteFileData, options?: Buffer
 export const unlink: typeof import('node:fs').unlink
 export const rename: typeof import('node:fs').rename
 export const mkdir: typeof import('node:fs').mkdir
+/** `fs.copyFile` on fairfs's pool, a chunk per step (node:fs's own on the node backend and Windows). */
+export const copyFile: typeof import('node:fs').copyFile
 
 /** The promise API, like `fs.promises`: a FileHandle is accepted, a plain fd is not. */
 export const promises: {
@@ -87,6 +89,7 @@ export const promises: {
   unlink: typeof import('node:fs/promises').unlink
   rename: typeof import('node:fs/promises').rename
   mkdir: typeof import('node:fs/promises').mkdir
+  copyFile: typeof import('node:fs/promises').copyFile
   /** `fs.promises.writeFile` on fairfs's pool; (async) iterables and streams go to node:fs's. */
   writeFile: typeof import('node:fs/promises').writeFile
   appendFile: typeof import('node:fs/promises').appendFile
@@ -277,6 +280,7 @@ declare const fairfs: {
   unlink: typeof unlink
   rename: typeof rename
   mkdir: typeof mkdir
+  copyFile: typeof copyFile
   stat: typeof stat
   lstat: typeof lstat
   access: typeof access

@@ -11,6 +11,7 @@ export const {
   unlink,
   rename,
   mkdir,
+  copyFile,
   stat,
   lstat,
   access,

@@ -1,18 +1,22 @@
-// unlink, rename and mkdir: the same call on node:fs and on fairfs, each in a fresh
+// unlink, rename, mkdir and copyFile: the same call on node:fs and on fairfs, each in a fresh
 // directory of its own laid out the same way, and the outcome (callback arguments,
 // thrown or rejected errors with every field, a promise's value) and the directory
 // afterwards compared. Paths in messages are made relative to the directory.
 import test from 'ava'
+import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { fairfs, tmpPath, describeError, isNative } from './helpers.mjs'
 
-/** A directory with a file `f`, an empty directory `d`, and a directory `full` holding `x`. */
+/** A directory with a file `f` (mode 640), a 3 MiB file `big`, an empty directory `d`, and a directory `full` holding `x`. */
+const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'b')
 function layout() {
   const dir = tmpPath('mutate')
   fs.mkdirSync(dir)
   fs.writeFileSync(path.join(dir, 'f'), 'file')
+  fs.chmodSync(path.join(dir, 'f'), 0o640)
+  fs.writeFileSync(path.join(dir, 'big'), big)
   fs.mkdirSync(path.join(dir, 'd'))
   fs.mkdirSync(path.join(dir, 'full'))
   fs.writeFileSync(path.join(dir, 'full', 'x'), 'x')
@@ -27,7 +31,8 @@ function snapshot(dir) {
       const p = path.join(dir, rel, name)
       const st = fs.lstatSync(p)
       const key = path.join(rel, name)
-      out[key] = st.isDirectory() ? `dir ${(st.mode & 0o777).toString(8)}` : `file ${fs.readFileSync(p, 'latin1')}`
+      const mode = (st.mode & 0o777).toString(8)
+      out[key] = st.isDirectory() ? `dir ${mode}` : `file ${mode} ${crypto.createHash('sha1').update(fs.readFileSync(p)).digest('hex')}`
       if (st.isDirectory()) walk(key)
     }
   }
@@ -107,6 +112,32 @@ const cases = {
     cb: (f, d, done) => f.mkdir(j(d, 'f', 'b'), { recursive: true }, done),
     p: (f, d) => f.mkdir(j(d, 'f', 'b'), { recursive: true }),
   },
+  'copyFile a file (its mode too)': { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'g'), done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'g')) },
+  'copyFile 3 MiB over an existing file': { cb: (f, d, done) => f.copyFile(j(d, 'big'), j(d, 'full', 'x'), done), p: (f, d) => f.copyFile(j(d, 'big'), j(d, 'full', 'x')) },
+  'copyFile a missing file (ENOENT, with dest)': { cb: (f, d, done) => f.copyFile(j(d, 'nope'), j(d, 'g'), done), p: (f, d) => f.copyFile(j(d, 'nope'), j(d, 'g')) },
+  'copyFile into a missing directory': { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'a', 'g'), done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'a', 'g')) },
+  'copyFile COPYFILE_EXCL over an existing file (EEXIST)': {
+    cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'full', 'x'), fs.constants.COPYFILE_EXCL, done),
+    p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'full', 'x'), fs.constants.COPYFILE_EXCL),
+  },
+  'copyFile COPYFILE_EXCL to a new name': {
+    cb: (f, d, done) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_EXCL, done),
+    p: (f, d) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_EXCL),
+  },
+  'copyFile COPYFILE_FICLONE (a copy where the file system cannot clone)': {
+    cb: (f, d, done) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_FICLONE, done),
+    p: (f, d) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_FICLONE),
+  },
+  'copyFile COPYFILE_FICLONE_FORCE': {
+    cb: (f, d, done) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_FICLONE_FORCE, done),
+    p: (f, d) => f.copyFile(j(d, 'big'), j(d, 'g'), fs.constants.COPYFILE_FICLONE_FORCE),
+  },
+  'copyFile onto itself': { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'f'), done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'f')) },
+  'copyFile of a directory': { cb: (f, d, done) => f.copyFile(j(d, 'full'), j(d, 'g'), done), p: (f, d) => f.copyFile(j(d, 'full'), j(d, 'g')) },
+  'copyFile onto a directory': { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'd'), done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'd')) },
+  'copyFile with mode 8': { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'g'), 8, done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'g'), 8) },
+  "copyFile with mode '1'": { cb: (f, d, done) => f.copyFile(j(d, 'f'), j(d, 'g'), '1', done), p: (f, d) => f.copyFile(j(d, 'f'), j(d, 'g'), '1') },
+  'copyFile with a bad src': { cb: (f, d, done) => f.copyFile(null, j(d, 'g'), done), p: (f, d) => f.copyFile(null, j(d, 'g')) },
   'mkdir with a bad recursive': { cb: (f, d, done) => f.mkdir(j(d, 'new'), { recursive: 1 }, done), p: (f, d) => f.mkdir(j(d, 'new'), { recursive: 1 }) },
 }
 
@@ -121,18 +152,30 @@ for (const [name, { cb, p }] of Object.entries(cases)) {
   }
 }
 
+test.serial('a big copy is cut into chunks on the pool, counted as written', async (t) => {
+  if (!isNative) return t.pass('the node backend has no pool') // its fairfs.copyFile is node:fs's, tested above
+  const dir = layout()
+  const before = fairfs.stats()
+  await fairfs.promises.copyFile(path.join(dir, 'big'), path.join(dir, 'copy'))
+  const after = fairfs.stats()
+  t.is(after.bytesWritten - before.bytesWritten, big.length)
+  t.true(after.chunksWritten - before.chunksWritten >= Math.ceil(big.length / after.chunkSize), 'a chunk per step')
+  t.true(fs.readFileSync(path.join(dir, 'copy')).equals(big))
+})
+
 test.serial('install() puts them on node:fs and its promises, uninstall() takes them back', (t) => {
-  const before = { unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, p: fs.promises.unlink }
+  const before = { unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, copyFile: fs.copyFile, p: fs.promises.unlink }
   fairfs.install()
   t.teardown(() => fairfs.uninstall())
   if (isNative) {
     t.is(fs.unlink, fairfs.unlink)
     t.is(fs.rename, fairfs.rename)
     t.is(fs.mkdir, fairfs.mkdir)
+    t.is(fs.copyFile, fairfs.copyFile)
     t.is(fs.promises.unlink, fairfs.promises.unlink)
   } else {
     t.is(fs.unlink, before.unlink, 'the node backend patches nothing')
   }
   fairfs.uninstall()
-  t.deepEqual({ unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, p: fs.promises.unlink }, before)
+  t.deepEqual({ unlink: fs.unlink, rename: fs.rename, mkdir: fs.mkdir, copyFile: fs.copyFile, p: fs.promises.unlink }, before)
 })

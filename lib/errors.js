@@ -90,7 +90,7 @@ let systemErrors
  * node:fs adds the path only to errors of calls that take one (`open` here).
  */
 /** The syscalls whose errors node:fs gives a `path`. */
-const kTakesPath = new Set(['open', 'stat', 'lstat', 'access', 'realpath', 'scandir', 'unlink', 'rename', 'mkdir'])
+const kTakesPath = new Set(['open', 'stat', 'lstat', 'access', 'realpath', 'scandir', 'unlink', 'rename', 'mkdir', 'copyfile'])
 
 /** `dest`: the second path of a call that takes two (rename), shown after ' -> '. */
 function uvError([errno, syscall], path, dest) {

@@ -12,6 +12,7 @@ module.exports = Object.freeze([
   'unlink',
   'rename',
   'mkdir',
+  'copyFile',
   'stat',
   'lstat',
   'access',

@@ -3,8 +3,8 @@
 //
 // Patched: fs.readFile, fs.writeFile, fs.appendFile, the fd primitives of writing
 // (fs.open for writing, fs.write, fs.writev, fs.fsync, fs.fdatasync, fs.close:
-// lib/fd-writes.js), fs.unlink, fs.rename, fs.mkdir, fs.promises.readFile,
-// writeFile, appendFile, unlink, rename and mkdir (the same object as
+// lib/fd-writes.js), fs.unlink, fs.rename, fs.mkdir, fs.copyFile, fs.promises.readFile,
+// writeFile, appendFile, unlink, rename, mkdir and copyFile (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
 // the metadata calls a server makes per request: fs.stat, fs.lstat, fs.access, fs.readdir (and so
@@ -68,6 +68,8 @@ const atLoad = {
   'promises.unlink': fs.promises.unlink,
   'promises.rename': fs.promises.rename,
   'promises.mkdir': fs.promises.mkdir,
+  copyFile: fs.copyFile,
+  'promises.copyFile': fs.promises.copyFile,
   'promises.writeFile': fs.promises.writeFile,
   'promises.appendFile': fs.promises.appendFile,
   realpath: fs.realpath,
@@ -125,6 +127,10 @@ function install(fairfs) {
   // The fd primitives node:fs's WriteStream and callback writeFile call through the
   // module, and loggers call themselves (lib/fd-writes.js).
   for (const [name, fn] of Object.entries(api.primitives ?? {})) swap(originals, fs, name, name, fn)
+  if (api.copies) {
+    swap(originals, fs, 'copyFile', 'copyFile', api.copies.copyFile)
+    swap(originals, fs.promises, 'copyFile', 'promises.copyFile', api.copies.promises.copyFile)
+  }
   if (api.mutate) {
     for (const name of ['unlink', 'rename', 'mkdir']) {
       swap(originals, fs, name, name, api.mutate[name])

@@ -20,6 +20,7 @@ const metadata = require('./metadata')
 const writes = require('./write-file')
 const { primitives } = require('./fd-writes')
 const mutate = require('./mutate')
+const copies = require('./copy-file')
 const { nodeServes } = require('./mocked')
 // node:fs's own functions behind fairfs's API (the node backend's), taken now, before
 // install() patches node:fs: what serves every call while node:fs's binding is mocked
@@ -259,6 +260,7 @@ const promises = {
   unlink: mutate.promises.unlink,
   rename: mutate.promises.rename,
   mkdir: mutate.promises.mkdir,
+  copyFile: copies.promises.copyFile,
   stat: meta.promises.stat,
   lstat: meta.promises.lstat,
   access: meta.promises.access,
@@ -308,7 +310,7 @@ const patcher = require('./install')
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives, mutate: mutate.supported ? mutate : null })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives, mutate: mutate.supported ? mutate : null, copies: copies.supported ? copies : null })
 }
 
 /** Restores the node:fs functions `install()` replaced. */
@@ -324,6 +326,7 @@ module.exports = {
   unlink: mutate.unlink,
   rename: mutate.rename,
   mkdir: mutate.mkdir,
+  copyFile: copies.copyFile,
   stat: meta.stat,
   lstat: meta.lstat,
   access: meta.access,

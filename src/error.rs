@@ -51,6 +51,7 @@ pub enum Syscall {
     Unlink,
     Rename,
     Mkdir,
+    Copyfile,
 }
 
 impl Syscall {
@@ -71,6 +72,7 @@ impl Syscall {
             Syscall::Unlink => "unlink",
             Syscall::Rename => "rename",
             Syscall::Mkdir => "mkdir",
+            Syscall::Copyfile => "copyfile",
         }
     }
 
@@ -87,6 +89,7 @@ impl Syscall {
                 | Syscall::Unlink
                 | Syscall::Rename
                 | Syscall::Mkdir
+                | Syscall::Copyfile
         )
     }
 }

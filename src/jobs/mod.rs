@@ -7,10 +7,13 @@
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
 //! * [`write`](mod@write): `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
+//! * [`copy_file`]: `copyFile`, a chunk per step;
 //! * [`mutate`]: `unlink`, `rename` and `mkdir`, one step each;
 //! * [`once`]: one step of other work.
 
 pub mod batch;
+#[cfg(unix)]
+pub mod copy_file;
 #[cfg(unix)]
 pub mod metadata;
 #[cfg(unix)]

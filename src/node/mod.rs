@@ -376,6 +376,23 @@ pub fn mutate_path(
     submit(&env, |deliver| mutation.into_job(move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done))))
 }
 
+/// `copyFile` of `src` to `dest` with `fs.constants.COPYFILE_*` `mode` bits, a chunk per
+/// step on the pool: `undefined` or the error. Returns the request id.
+#[cfg(unix)]
+#[napi]
+pub fn copy_file(env: Env, src: Either<String, &[u8]>, dest: Either<String, &[u8]>, mode: u32) -> Result<f64> {
+    let (src, dest) = (c_path(&src)?, c_path(&dest)?);
+    let chunk_size = global().chunk_size();
+    submit(&env, |deliver| {
+        Box::new(crate::jobs::copy_file::CopyFileJob::new(src, dest, mode, chunk_size, move |outcome| {
+            deliver(match outcome {
+                Err(ReadError::Cancelled) => Delivered::Cancelled,
+                outcome => Delivered::Done(outcome),
+            })
+        }))
+    })
+}
+
 /// Cancels request `id`. Its outcome (cancelled, or the result if it was already
 /// finishing) still arrives through `onComplete`.
 #[napi]

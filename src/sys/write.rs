@@ -135,3 +135,102 @@ pub fn mkdir(path: &std::ffi::CStr, mode: u32) -> Result<(), FsError> {
     // SAFETY: `path` is NUL-terminated for the duration of the call.
     path_call(Syscall::Mkdir, || unsafe { libc::mkdir(path.as_ptr(), mode as libc::mode_t) })
 }
+
+/// `fchmod(2)`, as libuv's copyfile sets the copy's mode: an `EPERM` on a CIFS share
+/// (which refuses every `fchmod` unless mounted `noperm`) is no error.
+pub fn fchmod_copy(fd: Fd, mode: u32) -> Result<(), FsError> {
+    // SAFETY: fchmod takes an fd and a mode only.
+    match retry(Syscall::Write, || unsafe { libc::fchmod(fd, mode as libc::mode_t) }) {
+        #[cfg(target_os = "linux")]
+        Err(e) if e.os == libc::EPERM && is_cifs(fd) => Ok(()),
+        done => done,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn is_cifs(fd: Fd) -> bool {
+    const CIFS_MAGIC: u32 = 0xFF53_4D42;
+    let mut s = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `s` is writable memory of the right size; fstatfs only writes into it.
+    if unsafe { libc::fstatfs(fd, s.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstatfs returned 0, so it filled `s`.
+    unsafe { s.assume_init() }.f_type as u32 == CIFS_MAGIC
+}
+
+/// Clones `src` into `dst` (`FICLONE`: copy-on-write, no bytes copied) where the file
+/// system can; `ENOSYS` where there is no such call.
+pub fn clone_file(dst: Fd, src: Fd) -> Result<(), FsError> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: FICLONE takes the source fd as its argument; no memory is passed.
+    return retry(Syscall::Write, || unsafe { libc::ioctl(dst, libc::FICLONE as _, src) });
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (dst, src);
+        Err(FsError::new(libc::ENOSYS, Syscall::Write))
+    }
+}
+
+/// Copies up to `len` bytes of `src` at `offset` to `dst` at its position, in the
+/// kernel where it can (`copy_file_range`, then `sendfile`, as libuv's sendfile does),
+/// else through a buffer: the bytes copied, 0 at the end of `src`.
+pub fn copy_range(src: Fd, dst: Fd, offset: u64, len: usize) -> Result<usize, FsError> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut off = offset as libc::loff_t;
+        // Through syscall(2): glibc's wrapper needs 2.27, the release binary loads on 2.17.
+        // SAFETY: `off` is a valid loff_t the kernel reads and updates; no other memory.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_copy_file_range,
+                src,
+                &mut off as *mut libc::loff_t,
+                dst,
+                std::ptr::null_mut::<libc::loff_t>(),
+                len,
+                0u32,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = FsError::last(Syscall::Write);
+        // Not at all, not across these mounts, not on this file system (CIFS refuses
+        // spuriously): sendfile, as libuv falls back (uv__fs_try_copy_file_range).
+        let fall_back = match e.os {
+            libc::ENOSYS | libc::EXDEV | libc::EOPNOTSUPP => true,
+            libc::EPERM | libc::EACCES => is_cifs(dst),
+            _ => false,
+        };
+        if !fall_back {
+            return Err(e);
+        }
+        let mut off = offset as libc::off_t;
+        // SAFETY: `off` is a valid off_t the kernel reads and updates; no other memory.
+        let n = unsafe { libc::sendfile(dst, src, &mut off, len) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = FsError::last(Syscall::Write);
+        // Where sendfile cannot, libuv copies through a buffer (uv__fs_sendfile_emul).
+        if !matches!(e.os, libc::EINVAL | libc::EIO | libc::ENOTSOCK | libc::EXDEV) {
+            return Err(e);
+        }
+    }
+    let mut buf = vec![0u8; len.min(64 * 1024)];
+    // SAFETY: `buf` is writable for its length; pread writes at most that much.
+    let n = unsafe { libc::pread(src, buf.as_mut_ptr().cast(), buf.len(), offset as libc::off_t) };
+    if n < 0 {
+        return Err(FsError::last(Syscall::Write));
+    }
+    let n = n as usize;
+    let mut done = 0;
+    while done < n {
+        done += match write(dst, &buf[done..n])? {
+            0 => return Err(FsError::new(libc::EIO, Syscall::Write)),
+            w => w,
+        };
+    }
+    Ok(n)
+}
