@@ -17,7 +17,7 @@ import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import { execFile, spawnSync } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { fairfs, isNative, nativeOnly, tmpPath, describeError, fdsOpenOn, posixOnly, windows, noByteNames } from './helpers.mjs'
+import { fairfs, isNative, nativeOnly, tmpPath, describeError, fdsOpenOn, posixOnly, windows, emulated, noByteNames } from './helpers.mjs'
 
 /** node:fs's own functions, taken before any install() in this file. */
 const nodeFs = {
@@ -1120,4 +1120,36 @@ nativeOnly(test.serial)('install() routes fs.writeFile, fs.appendFile, their fs.
 
 test(`the backend is ${fairfs.backend}${isNative ? '' : ': fairfs.writeFile and friends are node:fs there'}`, (t) => {
   for (const name of ['writeFile', 'appendFile', 'promises.writeFile', 'promises.appendFile']) t.is(typeof fairfsFn(name), 'function', name)
+})
+
+// Durability: what the callback reports is in the file, whatever happens to the process
+// next; with `flush`, fsync comes before the close.
+const durability = fileURLToPath(new URL('./fixtures/write-durability.mjs', import.meta.url))
+
+test('a child killed with SIGKILL right after the callback leaves every byte in the file', async (t) => {
+  const file = tmpPath('durable')
+  const child = (await import('node:child_process')).spawn(process.execPath, [durability, 'kill', file], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const sha = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(String(d).trim())))
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.once('exit', resolve))
+  t.is(crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex'), sha)
+})
+
+// Not under qemu-user, where strace would trace the emulator.
+const straceMissing = windows || emulated ? 'not traced on this platform' : spawnSync('strace', ['-V']).status !== 0 ? 'no strace here' : null
+;(straceMissing ? (title, fn) => test.skip(`${title} [${straceMissing}]`, fn) : test)('with flush, the file is fsynced before it is closed (strace)', (t) => {
+  const file = tmpPath('flushed')
+  const log = tmpPath('strace.log')
+  const run = spawnSync('strace', ['-f', '-qq', '-e', 'trace=openat,open,fsync,close', '-o', log, process.execPath, durability, 'flush', file])
+  t.is(run.status, 0, String(run.stderr))
+  const lines = fs.readFileSync(log, 'utf8').split('\n')
+  const opened = lines.find((l) => l.includes(`"${file}"`) && /= \d+$/.test(l))
+  t.truthy(opened, 'the open of the file')
+  const fd = opened.match(/= (\d+)$/)[1]
+  const after = lines.slice(lines.indexOf(opened) + 1)
+  const fsync = after.findIndex((l) => new RegExp(`fsync\\(${fd}\\)\\s+= 0`).test(l))
+  const close = after.findIndex((l) => new RegExp(`close\\(${fd}\\)\\s+= 0`).test(l))
+  t.true(fsync >= 0, `fsync(${fd}) after the open`)
+  t.true(close > fsync, 'the close after the fsync')
+  t.is(fs.statSync(file).size, 64 * 1024)
 })
