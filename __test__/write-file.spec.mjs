@@ -1153,3 +1153,20 @@ const straceMissing = windows || emulated ? 'not traced on this platform' : spaw
   t.true(close > fsync, 'the close after the fsync')
   t.is(fs.statSync(file).size, 64 * 1024)
 })
+
+// A FIFO whose reader leaves early: the write fails with EPIPE (the process ignores
+// SIGPIPE, as Node does), on both sides.
+posixOnly('no FIFOs', test)('a FIFO whose reader reads 10 bytes and leaves: EPIPE, as node:fs', async (t) => {
+  const outcome = async (write) => {
+    const fifo = tmpPath('fifo')
+    spawnSync('mkfifo', [fifo])
+    const reader = (await import('node:child_process')).spawn('head', ['-c', '10', fifo], { stdio: ['ignore', 'ignore', 'inherit'] })
+    const err = await new Promise((resolve) => write(fifo, Buffer.alloc(1024 * 1024, 'p'), resolve))
+    await new Promise((resolve) => (reader.exitCode !== null ? resolve() : reader.once('exit', resolve)))
+    return describeError(err)
+  }
+  const node = await outcome((p, d, cb) => fs.writeFile(p, d, cb))
+  const ours = await outcome((p, d, cb) => fairfs.writeFile(p, d, cb))
+  t.is(node.code, 'EPIPE')
+  t.deepEqual(ours, node)
+})

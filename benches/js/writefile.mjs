@@ -62,6 +62,56 @@ async function latencyBeside(side, dir, durationMs) {
   return { writeP50: percentile(writes, 50), writeP99: percentile(writes, 99), statP50: percentile(stats, 50), statP99: percentile(stats, 99) }
 }
 
+/**
+ * GB/s of a 256 MiB WriteStream in `chunk`-byte writes that wait for 'drain': node:fs's
+ * own stream, which under install() opens, writes and closes on fairfs's pool.
+ */
+async function streamRate(side, dir, chunk, total) {
+  if (side === 'fairfs') fairfs.install()
+  try {
+    const file = path.join(dir, `${side}-stream`)
+    const data = Buffer.alloc(chunk, 's')
+    const t0 = process.hrtime.bigint()
+    const ws = fs.createWriteStream(file)
+    for (let written = 0; written < total; written += chunk) {
+      if (!ws.write(data)) await new Promise((resolve) => ws.once('drain', resolve))
+    }
+    await new Promise((resolve, reject) => ws.end((err) => (err ? reject(err) : resolve())))
+    await new Promise((resolve) => (ws.closed ? resolve() : ws.once('close', resolve)))
+    const seconds = msSince(t0) / 1000
+    if (fs.statSync(file).size !== total) throw new Error(`${side}: the stream wrote ${fs.statSync(file).size} bytes`)
+    return total / seconds / 1e9
+  } finally {
+    if (side === 'fairfs') fairfs.uninstall()
+  }
+}
+
+/** pbkdf2 hashes/s kept in flight four at a time for `ms`, beside four loops of 64 MiB writeFiles on `side` (or none). */
+async function hashesBeside(side, dir, ms) {
+  const crypto = await import('node:crypto')
+  const writeFile = side === 'node' ? fs.writeFile : side === 'fairfs' ? fairfs.writeFile : null
+  const big = Buffer.alloc(64 * MiB, 'c')
+  let running = true
+  const loops = writeFile
+    ? Array.from({ length: 4 }, (_, i) => new Promise((resolve, reject) => {
+      const file = path.join(dir, `${side}-clog-${i}`)
+      const again = (err) => (err ? reject(err) : running ? writeFile(file, big, again) : resolve())
+      again()
+    }))
+    : []
+  let hashes = 0
+  const end = performance.now() + ms
+  const t0 = process.hrtime.bigint()
+  await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve) => {
+    const again = () => (performance.now() < end ? crypto.pbkdf2('secret', 'salt', 20_000, 64, 'sha512', () => { hashes++; again() }) : resolve())
+    again()
+  })))
+  const rate = hashes / (msSince(t0) / 1000)
+  running = false
+  await Promise.all(loops)
+  return rate
+}
+
 /** appendFile records/s from ten writers into one log; every record must be whole. */
 async function appendRate(side, dir, durationMs) {
   const log = path.join(dir, `${side}.log`)
@@ -105,6 +155,15 @@ export async function run({ quick, progress }) {
     const appends = await interleave(['node', 'fairfs'], rounds, (side) => appendRate(side, dir, durationMs), (p) => progress(`appendFile ${p}`))
     raw.appends = appends
     const am = medians(appends)
+    const streams = {}
+    for (const chunk of [16 * KiB, 64 * KiB]) {
+      const samples = await interleave(['node', 'fairfs'], quick ? 1 : 3, (side) => streamRate(side, dir, chunk, quick ? 64 * MiB : 256 * MiB), (p) => progress(`WriteStream ${fmtSize(chunk)} ${p}`))
+      streams[chunk] = medians(samples)
+      raw[`stream${chunk}`] = samples
+      ratios.push({ label: `WriteStream ${fmtSize(chunk)} writes, GB/s: fairfs (install) ÷ node:fs`, value: streams[chunk].fairfs / streams[chunk].node })
+    }
+    const clog = medians(await interleave(['alone', 'node', 'fairfs'], quick ? 1 : 3, (side) => hashesBeside(side, dir, quick ? 1000 : 3000), (p) => progress(`pbkdf2 beside big writers ${p}`)))
+    ratios.push({ label: 'pbkdf2 rate kept beside 4 looping 64 MiB writeFiles: fairfs (share of alone)', value: clog.fairfs / clog.alone })
     ratios.push({ label: 'appendFile records/s, 10 writers, one log: fairfs ÷ node', value: am.fairfs / am.node })
     ratios.push({ label: '1 KiB promises.writeFile p99 beside ten 64 MiB writers: node ÷ fairfs', value: lat('node', 'writeP99') / lat('fairfs', 'writeP99') })
     return {
@@ -123,6 +182,16 @@ export async function run({ quick, progress }) {
           caption: 'beside ten looping 64 MiB writeFiles: latency in ms (median of rounds)',
           columns: ['side', 'write p50', 'write p99', 'stat p50', 'stat p99'],
           rows: ['node', 'fairfs'].map((s) => [s, ...['writeP50', 'writeP99', 'statP50', 'statP99'].map((k) => lat(s, k).toFixed(2))]),
+        },
+        {
+          caption: 'a 256 MiB WriteStream, GB/s (median): node:fs\'s own stream, on node:fs and under install() on fairfs',
+          columns: ['writes', 'node:fs', 'fairfs', 'fairfs ÷ node:fs'],
+          rows: Object.entries(streams).map(([chunk, m]) => [fmtSize(Number(chunk)), m.node.toFixed(2), m.fairfs.toFixed(2), fmtRatio(m.fairfs / m.node)]),
+        },
+        {
+          caption: 'pbkdf2 hashes/s (4 in flight) alone and beside four looping 64 MiB writeFiles (median)',
+          columns: ['alone', 'beside node:fs writers', 'beside fairfs writers', 'kept: node:fs', 'kept: fairfs'],
+          rows: [[fmtNum(clog.alone), fmtNum(clog.node), fmtNum(clog.fairfs), `${Math.round((100 * clog.node) / clog.alone)}%`, `${Math.round((100 * clog.fairfs) / clog.alone)}%`]],
         },
         {
           caption: 'appendFile records/s, ten writers, one log (median), none torn',
