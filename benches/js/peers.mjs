@@ -3,8 +3,10 @@
 // rounds interleaved, medians with their spread. Bun and Deno come from the npm
 // registry the first time (benches/js/peers/fetch.mjs), never during npm install.
 
+import path from 'node:path'
 import { execFile } from 'node:child_process'
-import { ratioTable } from './common.mjs'
+import { fileURLToPath } from 'node:url'
+import { ratioTable, interleave, makeTmpDir, removeTmpDir } from './common.mjs'
 import { peerBinary } from './peers/fetch.mjs'
 import { probe, probeSides, med, caseTable } from './probes.mjs'
 
@@ -24,6 +26,7 @@ export async function run({ quick, progress }) {
     [`Deno ${(await version(deno, ['--version'])).split(' ')[1]}`]: [deno, ['run', '-A', probe, 'deno']],
   }
   const samples = await probeSides(sides, { quick, progress, rounds })
+  const writes = await writeSides(sides, { quick, progress, rounds })
   const [node, ff, bunSide, denoSide] = Object.keys(sides)
   const m = (side, key) => med(samples, side, key)
   const ratios = [
@@ -34,15 +37,56 @@ export async function run({ quick, progress }) {
     { label: '1 KiB c=1: fairfs ÷ Bun', value: m(ff, 'small1') / m(bunSide, 'small1') },
     { label: '1 KiB p99 under load: Bun ÷ fairfs', value: m(bunSide, 'p99ms') / m(ff, 'p99ms') },
     { label: '256 MiB stream, for await: fairfs ÷ Bun', value: m(ff, 'streamForAwait') / m(bunSide, 'streamForAwait') },
+    { label: '16 MiB writeFile c=1: fairfs ÷ Bun', value: med(writes, ff, 'write16Mc1') / med(writes, bunSide, 'write16Mc1') },
+    { label: '16 MiB writeFile c=10: fairfs ÷ Bun', value: med(writes, ff, 'write16Mc10') / med(writes, bunSide, 'write16Mc10') },
+    { label: '256 MiB WriteStream, 64 KiB writes: fairfs ÷ the faster of Bun and Deno', value: med(writes, ff, 'stream64K') / Math.max(med(writes, bunSide, 'stream64K'), med(writes, denoSide, 'stream64K')) },
   ]
   return {
     notes: [
       'Each runtime runs benches/js/peers/probe.mjs in a fresh process of its own: ten 16 MiB files, a thousand 1 KiB files and one 256 MiB file, all in the page cache.',
       `${rounds} interleaved rounds after a warm-up; medians (min–max). APIs: fs.promises.readFile and fs.createReadStream (node:fs, fairfs), Bun.file().bytes() and .stream(), Deno.readFile and Deno.open().readable (their own chunk sizes: no highWaterMark rows).`,
     ],
-    tables: [caseTable(samples, rounds), ratioTable(ratios)],
+    tables: [caseTable(samples, rounds), writeTable(writes, rounds), ratioTable(ratios)],
     ratios,
-    raw: samples,
+    raw: { reads: samples, writes },
+  }
+}
+
+const writeProbe = path.join(path.dirname(fileURLToPath(import.meta.url)), 'peers', 'write-probe.mjs')
+const WRITE_CASES = [
+  ['write16Mc1', '16 MiB writeFile c=1, files/s'],
+  ['write16Mc10', '16 MiB writeFile c=10, files/s'],
+  ['write1Kc1', '1 KiB writeFile c=1, files/s'],
+  ['stream64K', '256 MiB WriteStream, 64 KiB writes, GB/s'],
+]
+
+/** The write probe in each side's runtime, fresh processes, rounds interleaved. */
+async function writeSides(sides, { quick, progress, rounds }) {
+  const dir = makeTmpDir('write-probes')
+  try {
+    return await interleave(Object.keys(sides), rounds, (side) => {
+      const [cmd, args] = sides[side]
+      // The same runtime arguments, the write probe in place of the read probe.
+      const own = args.map((a) => (a === probe ? writeProbe : a))
+      return new Promise((resolve, reject) => execFile(cmd, [...own, dir, quick ? '1' : '0'], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${cmd}: ${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout.trim().split('\n').pop()))))
+    }, (p) => progress(`writes ${p}`))
+  } finally {
+    removeTmpDir(dir)
+  }
+}
+
+function writeTable(samples, rounds) {
+  const names = Object.keys(samples)
+  const cellOf = (n, key) => {
+    const xs = samples[n].map((s) => s[key])
+    const mid = med(samples, n, key)
+    return `${mid.toFixed(mid < 10 ? 2 : 0)} (${Math.min(...xs).toFixed(mid < 10 ? 2 : 0)}–${Math.max(...xs).toFixed(mid < 10 ? 2 : 0)})`
+  }
+  return {
+    caption: `writes through each runtime's node:fs (fairfs: after install()): median (min–max) of ${rounds} fresh processes per side`,
+    columns: ['case', ...names],
+    rows: WRITE_CASES.map(([key, label]) => [label, ...names.map((n) => cellOf(n, key))]),
   }
 }
 

@@ -1,0 +1,58 @@
+// One fresh process's write measurements, run by node, Bun or Deno alike, through the
+// node:fs API each runtime offers (what a server's code calls):
+//   <runtime> write-probe.mjs <api> <dir> <quick>
+// <api> is node (node:fs), fairfs (node:fs after fairfs.install()), bun or deno (their
+// node:fs). Writes files of its own under <dir>. Prints one JSON line.
+import process from 'node:process'
+import fs from 'node:fs'
+import { Buffer } from 'node:buffer'
+import { createRequire } from 'node:module'
+
+const [api, dir, quickArg] = process.argv.slice(2)
+const quick = quickArg === '1'
+const ms = quick ? 400 : 1500
+const KiB = 1024
+const MiB = 1024 * KiB
+if (api === 'fairfs') createRequire(import.meta.url)('../../../index.js').install()
+
+/** writeFile/s of `size` bytes, `concurrency` loops each rewriting a file of its own. */
+async function rate(size, concurrency) {
+  const data = Buffer.alloc(size, 'w')
+  let done = 0
+  const t0 = performance.now()
+  const end = t0 + ms
+  await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
+    const file = `${dir}/${api}-${size}-${i}`
+    while (performance.now() < end) {
+      await fs.promises.writeFile(file, data)
+      done++
+    }
+  }))
+  return done / ((performance.now() - t0) / 1000)
+}
+
+/** GB/s of a `total`-byte fs.createWriteStream in `chunk`-byte writes that wait for 'drain'. */
+async function stream(chunk, total) {
+  const data = Buffer.alloc(chunk, 's')
+  const file = `${dir}/${api}-stream`
+  const t0 = performance.now()
+  const ws = fs.createWriteStream(file)
+  for (let written = 0; written < total; written += chunk) {
+    if (!ws.write(data)) await new Promise((resolve) => ws.once('drain', resolve))
+  }
+  await new Promise((resolve, reject) => {
+    ws.once('error', reject)
+    ws.once('close', resolve)
+    ws.end()
+  })
+  if (fs.statSync(file).size !== total) throw new Error(`the stream wrote ${fs.statSync(file).size} bytes`)
+  return total / ((performance.now() - t0) / 1000) / 1e9
+}
+
+const out = {
+  write16Mc1: await rate(16 * MiB, 1),
+  write16Mc10: await rate(16 * MiB, 10),
+  write1Kc1: await rate(KiB, 1),
+  stream64K: await stream(64 * KiB, (quick ? 64 : 256) * MiB),
+}
+console.log(JSON.stringify(out))
