@@ -72,9 +72,10 @@ export declare function closeInOrder(fd: number): number
 /**
  * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
  * how many big files are read at once (0: the default), and/or admission's limits on
- * open files and bytes in flight. The JS layer validates them.
+ * open files and bytes in flight, and the most workers a slow mount's lane grows to
+ * (`laneThreads`). The JS layer validates them.
  */
-export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null, maxOpenFiles?: number | undefined | null, maxBytesInFlight?: number | undefined | null): void
+export declare function configure(threads?: number | undefined | null, chunkSize?: number | undefined | null, maxPooledBytes?: number | undefined | null, nice?: number | undefined | null, largeLimit?: number | undefined | null, maxOpenFiles?: number | undefined | null, maxBytesInFlight?: number | undefined | null, laneThreads?: number | undefined | null): void
 
 /**
  * `copyFile` of `src` to `dest` with `fs.constants.COPYFILE_*` `mode` bits, a chunk per
@@ -99,6 +100,19 @@ export declare function fstatFd(fd: number, bigint: boolean): number
 
 /** Sets up this environment: `onComplete(batch)` receives finished reads. */
 export declare function init(onComplete: (batch: Array<number | Buffer | [number, string] | null>) => void, maxLength: number): void
+
+/**
+ * One lane: its mount, its workers, and its requests waiting, running (on a slow
+ * mount: mostly blocked there) and completed.
+ */
+export interface LaneStats {
+  mountId: number
+  mountPoint: string
+  threads: number
+  queued: number
+  active: number
+  completed: number
+}
 
 /**
  * `unlink` (`kind` 0) of `path`, `rename` (1) of `path` to `dest`, or `mkdir` (2) of
@@ -180,6 +194,8 @@ export interface PoolStats {
    */
   fastPathSlowCalls: number
   pool: BufferStats
+  /** The lanes of mounts that wait on a server or daemon ([`crate::lanes`]), one each. */
+  lanes: Array<LaneStats>
 }
 
 /**

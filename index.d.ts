@@ -165,6 +165,10 @@ export interface ConfigureOptions {
   maxOpenFiles?: number
   /** Bytes of big files' result buffers in flight, 0..2^53-1 (default 64 MiB); more wait, but one bigger file still goes alone. */
   maxBytesInFlight?: number
+  /** The most workers a slow mount's lane grows to (NFS, SMB, FUSE, 9p: each such
+   *  mount gets a pool of its own that grows while its requests wait), 1..1024
+   *  (default 64). Lanes already bigger keep their workers. */
+  laneThreads?: number
 }
 
 /** Changes the pool; invalid values throw and change nothing. On the node backend, nothing changes. */
@@ -247,6 +251,10 @@ export interface NativeStats {
     abandonedBytes: number
     waited: number
   }
+  /** One per mount whose calls wait on a server or daemon (NFS, SMB, FUSE, 9p) that
+   *  fairfs has used: its id and mount point, its workers, and its requests waiting,
+   *  running (on a slow mount, mostly blocked there) and completed. */
+  lanes: Array<{ mountId: number; mountPoint: string; threads: number; queued: number; active: number; completed: number }>
 }
 
 /** stats() on the node backend (node:fs): no pool, so no counters. */

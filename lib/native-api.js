@@ -273,9 +273,9 @@ const promises = {
  * what each option does and its range. Invalid values throw and change nothing.
  */
 function configure(options) {
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } =
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads } =
     validateConfigure(options)
-  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight)
+  native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight, laneThreads)
   if (maxLength !== undefined) native.setMaxLength(maxLength)
   if (maxUnsizedLength !== undefined) native.setMaxUnsizedLength(maxUnsizedLength)
   for (const [key, value] of Object.entries({ readAhead, maxLength, maxUnsizedLength, fastPath })) {

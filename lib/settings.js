@@ -50,7 +50,7 @@ function checkInteger(name, value, min, max) {
  */
 function validateConfigure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads } = options
   if (fastPath !== undefined && typeof fastPath !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fastPath)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
@@ -62,7 +62,8 @@ function validateConfigure(options = {}) {
   if (largeLimit !== undefined) checkInteger('options.largeLimit', largeLimit, 0, kMaxThreads)
   if (maxOpenFiles !== undefined) checkInteger('options.maxOpenFiles', maxOpenFiles, 1, kMaxOpenFiles)
   if (maxBytesInFlight !== undefined) checkInteger('options.maxBytesInFlight', maxBytesInFlight, 0, Number.MAX_SAFE_INTEGER)
-  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight }
+  if (laneThreads !== undefined) checkInteger('options.laneThreads', laneThreads, 1, kMaxThreads)
+  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads }
 }
 
 module.exports = { validateConfigure, current, kIoMaxLength, kFastPathMax }

@@ -8,6 +8,7 @@
 //!   on mounts `locality` (Linux) knows to be local;
 //! * [`scheduler`]: deficit round robin over the requests in flight;
 //! * [`pool`]: a bounded pool of worker threads that runs the steps fairly;
+//! * [`lanes`]: a pool of its own for each mount that waits on a server or daemon;
 //! * [`job`]: the contract between the pool and the work it runs;
 //! * [`policy`]: admission (open files and result memory), contention (how many big
 //!   files at once) and which threads are libuv's;
@@ -33,6 +34,8 @@ pub mod external_memory;
 pub mod free_later;
 pub mod job;
 pub mod jobs;
+#[cfg(not(fairfs_loom))]
+pub mod lanes;
 pub mod lent;
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 mod locality;

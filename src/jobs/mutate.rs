@@ -26,6 +26,13 @@ pub enum Mutation {
 }
 
 impl Mutation {
+    /// The path it changes (the first, for a rename).
+    pub fn path(&self) -> &CString {
+        match self {
+            Mutation::Unlink(path) | Mutation::Rename { from: path, .. } | Mutation::Mkdir { path, .. } => path,
+        }
+    }
+
     /// Makes the change on this thread.
     pub fn run(&self) -> Result<(), ReadError> {
         let done = match self {

@@ -14,6 +14,9 @@
 //!
 //! Linux only, like the fast paths themselves.
 
+// Under loom only the pool is built: lanes, which ask where files are, are not.
+#![cfg_attr(fairfs_loom, allow(dead_code))]
+
 mod guard;
 mod probation;
 mod table;
@@ -60,11 +63,57 @@ pub fn prepare() {
 /// `fd`'s mount id if the table says that mount is local.
 fn local_id(fd: Fd) -> Option<u64> {
     let table = watch::current()?;
-    let mount = match table.probe {
+    let mount = mount_of(&table, fd)?;
+    table.is_local(mount).then_some(mount)
+}
+
+/// `fd`'s mount id, asked as `table` says it may be without calling out.
+fn mount_of(table: &table::Table, fd: Fd) -> Option<u64> {
+    match table.probe {
         Probe::Statx => sys::mount_id(fd),
         Probe::FdInfo => sys::mount_id_from_fdinfo(fd),
-    }?;
-    table.is_local(mount).then_some(mount)
+    }
+}
+
+/// Where mount `id` is mounted, as the current table has it.
+pub fn mount_point(id: u64) -> Option<Vec<u8>> {
+    watch::current()?.mount_point(id).map(<[u8]>::to_vec)
+}
+
+/// The remote mount (one whose calls wait on a server or daemon: [`crate::lanes`]) that
+/// `fd`'s file is on, if any. Nothing is asked of the file system.
+pub fn remote_of_fd(fd: Fd) -> Option<u64> {
+    let table = watch::current()?;
+    if !table.has_remote() {
+        return None;
+    }
+    mount_of(&table, fd).filter(|&mount| table.is_remote(mount))
+}
+
+/// The remote mount `path` is on, if any, found without waiting on any file system:
+/// from the name's lookup where the kernel has all of it cached
+/// (`openat2(O_PATH, RESOLVE_CACHED)`), else from the mount points alone, by prefix (a
+/// symlink out of a remote mount is then missed: that costs its lane, never a result).
+/// Where no mount is remote, this is one look at the table.
+pub fn remote_of_path(path: &std::ffi::CStr) -> Option<u64> {
+    let table = watch::current()?;
+    if !table.has_remote() {
+        return None;
+    }
+    if let Ok(fd) = sys::open_cached(path, libc::O_PATH) {
+        let mount = mount_of(&table, fd);
+        // An O_PATH fd's close calls no file system.
+        let _ = sys::close(fd);
+        return mount.filter(|&mount| table.is_remote(mount));
+    }
+    let bytes = path.to_bytes();
+    if bytes.first() == Some(&b'/') {
+        return table.remote_holder(bytes);
+    }
+    let mut absolute = std::env::current_dir().ok()?.into_os_string().into_encoded_bytes();
+    absolute.push(b'/');
+    absolute.extend_from_slice(bytes);
+    table.remote_holder(&absolute)
 }
 
 #[cfg(test)]

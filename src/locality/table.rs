@@ -68,6 +68,29 @@ const STATX_ANSWERS_FROM_MEMORY: &[&str] = &[
     "udf",
 ];
 
+/// File systems whose calls wait on a server or a daemon, and so get lanes of their own
+/// on the pool ([`crate::lanes`]): FUSE (sshfs, s3fs, gcsfuse...), NFS, SMB, 9p, Ceph,
+/// the cluster file systems. Other non-local mounts (procfs, sysfs...) answer from
+/// memory and stay on the pool's own threads.
+const REMOTE: &[&str] = &[
+    "fuse",
+    "fuseblk",
+    "virtiofs",
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "9p",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "gpfs",
+    "afs",
+    "orangefs",
+    "gfs2",
+    "ocfs2",
+];
+
 /// How the mount id of an fd is found ([`crate::sys::mount_id`] or its fdinfo form).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Probe {
@@ -80,6 +103,10 @@ pub enum Probe {
 #[derive(Debug)]
 pub struct Table {
     local: std::collections::HashSet<u64>,
+    /// Mounts whose calls wait on a server or daemon (or an overlay over one), by id,
+    /// with every mount's point for looking a path up by its prefix.
+    remote: std::collections::HashSet<u64>,
+    points: Vec<(Vec<u8>, u64)>,
     pub probe: Probe,
 }
 
@@ -88,13 +115,62 @@ impl Table {
         self.local.contains(&mount)
     }
 
+    pub fn is_remote(&self, mount: u64) -> bool {
+        self.remote.contains(&mount)
+    }
+
+    /// Where mount `id` is mounted, if the table has it.
+    pub fn mount_point(&self, id: u64) -> Option<&[u8]> {
+        self.points.iter().rev().find(|(_, m)| *m == id).map(|(point, _)| point.as_slice())
+    }
+
+    /// Whether any mount is remote (else no path needs looking up).
+    pub fn has_remote(&self) -> bool {
+        !self.remote.is_empty()
+    }
+
+    /// The mount holding absolute `path` by its mount points alone (a symlink out of
+    /// it is not followed): its id, if it is remote.
+    pub fn remote_holder(&self, path: &[u8]) -> Option<u64> {
+        if path.first() != Some(&b'/') {
+            return None;
+        }
+        let covers = |point: &[u8]| {
+            point == b"/" || (path.starts_with(point) && matches!(path.get(point.len()), None | Some(b'/')))
+        };
+        let mut best: Option<&(Vec<u8>, u64)> = None;
+        for entry in self.points.iter().filter(|(point, _)| covers(point)) {
+            if best.map_or(true, |b| entry.0.len() >= b.0.len()) {
+                best = Some(entry);
+            }
+        }
+        best.map(|(_, id)| *id).filter(|id| self.remote.contains(id))
+    }
+
     /// The table of `mountinfo`'s text.
     pub fn parse(mountinfo: &str) -> Table {
         let mounts: Vec<Mount> = mountinfo.lines().filter_map(Mount::parse).collect();
         let local = mounts.iter().filter(|m| is_local(m, &mounts, 0)).map(|m| m.id).collect();
+        let remote = mounts.iter().filter(|m| is_remote(m, &mounts, 0)).map(|m| m.id).collect();
+        let points = mounts.iter().map(|m| (m.mount_point.clone(), m.id)).collect();
         let statx_is_safe = mounts.iter().all(|m| STATX_ANSWERS_FROM_MEMORY.contains(&m.base_type()));
-        Table { local, probe: if statx_is_safe { Probe::Statx } else { Probe::FdInfo } }
+        Table { local, remote, points, probe: if statx_is_safe { Probe::Statx } else { Probe::FdInfo } }
     }
+}
+
+/// Whether `mount`'s calls may wait on a server or daemon: a remote type, or an overlay
+/// with a layer on one.
+fn is_remote(mount: &Mount, all: &[Mount], depth: usize) -> bool {
+    if REMOTE.contains(&mount.base_type()) {
+        return true;
+    }
+    if mount.fs_type != "overlay" || depth > 8 {
+        return false;
+    }
+    mount.layers().iter().any(|layer| match holder(layer, all) {
+        Some(holder) if holder.id != mount.id => is_remote(holder, all, depth + 1),
+        _ => false,
+    })
 }
 
 #[derive(Debug)]
@@ -274,6 +350,22 @@ mod tests {
         assert!(!t.is_local(42), "a lower layer on FUSE");
         assert!(!t.is_local(44), "lowerdir+= on sshfs");
         assert!(t.is_local(43));
+    }
+
+    #[test]
+    fn remote_mounts_and_overlays_over_them_get_lanes_and_paths_find_them_by_prefix() {
+        let without_47: String = HOST.lines().filter(|l| !l.starts_with("47 ")).map(|l| format!("{l}\n")).collect();
+        let t = Table::parse(&without_47);
+        for (id, remote) in [(22, false), (27, false), (40, true), (41, true), (42, true), (43, false), (46, true)] {
+            assert_eq!(t.is_remote(id), remote, "mount {id}");
+        }
+        assert!(t.has_remote());
+        assert_eq!(t.remote_holder(b"/mnt/slowish/a/b"), Some(46));
+        assert_eq!(t.remote_holder(b"/mnt/slowish"), Some(46));
+        assert_eq!(t.remote_holder(b"/mnt/slowishx/a"), None, "a whole component, not a prefix of one");
+        assert_eq!(t.remote_holder(b"/srv/x"), None);
+        assert_eq!(t.remote_holder(b"relative"), None);
+        assert!(!Table::parse("27 1 254:0 / / rw - ext4 /dev/vda rw\n").has_remote());
     }
 
     #[test]

@@ -184,9 +184,9 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
         let st = &ctx.value;
         let tickets: Vec<Ticket> =
             st.pending.iter().filter(|(id, _)| !st.closing.contains(id)).flat_map(|(_, t)| t).cloned().collect();
-        global().cancel_many(&tickets);
+        crate::lanes::cancel_many(&tickets);
         for &flow in &st.flows {
-            global().end_flow(flow);
+            crate::lanes::end_flow(flow);
         }
         // A close may wait on storage (a FUSE daemon's FLUSH): not on this thread.
         let fds: Vec<crate::Fd> = st.fds.iter().copied().collect();
@@ -203,22 +203,32 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
 }
 
 /// Registers a request from this environment and submits the job `make` builds
-/// around its delivery callback.
-pub(super) fn submit(env: &Env, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
-    submit_jobs(env, |deliver, _| vec![make(deliver)])
+/// around its delivery callback, to `lane`'s pool ([`crate::lanes`]; `None`: the
+/// process-wide pool).
+pub(super) fn submit_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
+    submit_jobs_on(env, lane, |deliver, _| vec![make(deliver)])
 }
 
 /// Registers one request whose outcome is delivered once, through the callback
 /// `make` receives, and submits the jobs `make` builds for it. `make` also gets what
 /// asks this environment to lend the request memory ([`lend_buffer`]).
 pub(super) fn submit_jobs(env: &Env, make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>) -> Result<f64> {
+    submit_jobs_on(env, None, make)
+}
+
+/// [`submit_jobs`], to `lane`'s pool.
+pub(super) fn submit_jobs_on(
+    env: &Env,
+    lane: Option<u64>,
+    make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>,
+) -> Result<f64> {
     let st = state(env)?;
     let id = st.next_id;
     st.next_id += 1;
     let (sink, asking) = (st.sink.clone(), st.sink.clone());
     let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
     let ask: MemoryAsker = Box::new(move |size| asking.deliver(id, Delivered::WantsMemory(size)));
-    let tickets = global().submit_many(make(deliver, ask));
+    let tickets = crate::lanes::submit_many(lane, make(deliver, ask));
     st.pending.insert(id, tickets);
     set_referenced(env, st, true)?;
     Ok(id as f64)

@@ -70,7 +70,7 @@ pub(super) fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
         // SAFETY: as above.
         unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut error) };
         delete_reference(env, reference);
-        global().lend(&ticket, None);
+        crate::lanes::lend(&ticket, None);
         return;
     }
     let len = size as usize;
@@ -79,7 +79,7 @@ pub(super) fn lend_buffer(env: &Env, st: &mut EnvState, id: u64, size: u64) {
     // let the memory go) and until the environment's teardown, which waits for the
     // guard (`LentWrites`). Nobody else sees the Buffer before the outcome.
     let lent = unsafe { Lent::new(data.cast(), len, Box::new(st.lent_writes.enter())) };
-    if global().lend(&ticket, Some(lent)) {
+    if crate::lanes::lend(&ticket, Some(lent)) {
         st.lent_files.insert(id, LentBuffer { reference, data: data.cast_const().cast(), len });
     } else {
         delete_reference(env, reference);

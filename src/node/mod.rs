@@ -115,7 +115,12 @@ fn submit_read(env: &Env, source: Source, text: u32) -> Result<f64> {
     // A big file wanted as a Buffer is read into a Buffer of V8's own, which dies
     // young like any other; a lent pooled buffer would cost a mark-compact.
     let lend = text == 0 && !copy_results();
-    submit_jobs(env, |deliver, ask| {
+    let lane = match &source {
+        Source::Path { path, .. } => crate::lanes::of_path(path),
+        Source::Fd(fd) => crate::lanes::of_fd(*fd),
+        Source::Opened(_) => None,
+    };
+    submit_jobs_on(env, lane, |deliver, ask| {
         let job = ReadFileJob::new(source, limits, move |outcome| deliver(delivered(outcome, text)));
         vec![Box::new(if lend { job.lending(LEND_FILES_FROM..LEND_V8_MEMORY_BELOW, ask) } else { job })]
     })
@@ -201,7 +206,7 @@ pub fn read_fd(env: Env, fd: i32, text: u32) -> Result<f64> {
 #[napi]
 pub fn open_path(env: Env, path: Either<String, &[u8]>, flags: i32, mode: u32) -> Result<f64> {
     let path = c_path(&path)?;
-    submit(&env, |deliver| {
+    submit_on(&env, crate::lanes::of_path(&path), |deliver| {
         Box::new(OpenJob::new(path, flags, mode, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Opened))))
     })
 }
@@ -221,7 +226,7 @@ pub fn new_flow(env: Env) -> Result<f64> {
 #[napi]
 pub fn end_flow(env: Env, flow: f64) -> Result<()> {
     state(&env)?.flows.remove(&(flow as u64));
-    global().end_flow(flow as u64);
+    crate::lanes::end_flow(flow as u64);
     Ok(())
 }
 
@@ -235,7 +240,7 @@ pub fn read_chunk(env: Env, fd: i32, position: f64, length: u32, flow: f64, piec
     let flow = (flow > 0.0).then_some(flow as u64);
     let step_max = global().chunk_size();
     let piece = (piece as usize).max(1);
-    submit(&env, |deliver| {
+    submit_on(&env, crate::lanes::of_fd(fd), |deliver| {
         let on_done = move |r: Option<_>| deliver(r.map_or(Delivered::Cancelled, |r| Delivered::Chunk(r, piece)));
         Box::new(BlockJob::new(fd, position, length as usize, step_max, Some(buffer_pool::global()), flow, on_done))
     })
@@ -288,7 +293,7 @@ pub fn close_cached(env: &Env, fd: i32) -> Result<Either<bool, Unknown<'_>>> {
 #[napi]
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {
     state(&env)?.fds.remove(&fd);
-    let id = submit(&env, |deliver| {
+    let id = submit_on(&env, crate::lanes::of_fd(fd), |deliver| {
         let work = move || (stream::close(fd), 0);
         Box::new(OnceJob::new(work, move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done))))
     })?;
@@ -350,7 +355,8 @@ pub fn close_in_order(env: Env, fd: i32) -> Result<f64> {
     state(&env)?.fds.remove(&fd);
     let id = writes::submit_fd_call(&env, fd, crate::jobs::write::FdOp::Close)?;
     state(&env)?.closing.insert(id as u64);
-    global().end_flow(crate::jobs::write::fd_flow(fd));
+    crate::lanes::end_flow(crate::jobs::write::fd_flow(fd));
+    crate::lanes::forget_fd(fd);
     Ok(id)
 }
 
@@ -373,7 +379,10 @@ pub fn mutate_path(
         (2, _) => Mutation::Mkdir { path, mode },
         _ => return Err(Error::new(Status::InvalidArg, "fairfs: unknown change")),
     };
-    submit(&env, |deliver| mutation.into_job(move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done))))
+    let lane = crate::lanes::of_path(mutation.path());
+    submit_on(&env, lane, |deliver| {
+        mutation.into_job(move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done)))
+    })
 }
 
 /// `copyFile` of `src` to `dest` with `fs.constants.COPYFILE_*` `mode` bits, a chunk per
@@ -383,7 +392,7 @@ pub fn mutate_path(
 pub fn copy_file(env: Env, src: Either<String, &[u8]>, dest: Either<String, &[u8]>, mode: u32) -> Result<f64> {
     let (src, dest) = (c_path(&src)?, c_path(&dest)?);
     let chunk_size = global().chunk_size();
-    submit(&env, |deliver| {
+    submit_on(&env, crate::lanes::of_path(&src), |deliver| {
         Box::new(crate::jobs::copy_file::CopyFileJob::new(src, dest, mode, chunk_size, move |outcome| {
             deliver(match outcome {
                 Err(ReadError::Cancelled) => Delivered::Cancelled,
@@ -406,7 +415,7 @@ pub fn cancel(env: Env, id: f64) -> Result<()> {
 pub fn cancel_many(env: Env, ids: Vec<f64>) -> Result<()> {
     let st = state(&env)?;
     let tickets: Vec<Ticket> = ids.iter().filter_map(|id| st.pending.get(&(*id as u64))).flatten().cloned().collect();
-    global().cancel_many(&tickets);
+    crate::lanes::cancel_many(&tickets);
     Ok(())
 }
 
@@ -428,8 +437,10 @@ pub fn set_max_unsized_length(env: Env, max_unsized_length: f64) -> Result<()> {
 
 /// Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
 /// how many big files are read at once (0: the default), and/or admission's limits on
-/// open files and bytes in flight. The JS layer validates them.
+/// open files and bytes in flight, and the most workers a slow mount's lane grows to
+/// (`laneThreads`). The JS layer validates them.
 #[napi]
+#[allow(clippy::too_many_arguments)] // one per option: JS passes them positionally
 pub fn configure(
     threads: Option<u32>,
     chunk_size: Option<u32>,
@@ -438,7 +449,14 @@ pub fn configure(
     large_limit: Option<u32>,
     max_open_files: Option<u32>,
     max_bytes_in_flight: Option<f64>,
+    lane_threads: Option<u32>,
 ) {
+    if let Some(n) = lane_threads {
+        crate::lanes::set_max_threads(n as usize);
+    }
+    if let Some(size) = chunk_size {
+        crate::lanes::set_chunk_size(size as usize);
+    }
     if max_open_files.is_some() || max_bytes_in_flight.is_some() {
         global().set_admission_limits(max_open_files.map(|n| n as usize), max_bytes_in_flight.map(|n| n as u64));
     }
@@ -523,7 +541,13 @@ pub fn access_path(env: Env, path: Either<String, &[u8]>, mode: i32) -> Result<f
 
 #[cfg(unix)]
 fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
-    submit(env, |deliver| {
+    let lane = match &query {
+        Query::Stat { path, .. } | Query::Access { path, .. } | Query::Realpath(path) | Query::Scandir(path) => {
+            crate::lanes::of_path(path)
+        }
+        Query::Fstat(fd) => crate::lanes::of_fd(*fd),
+    };
+    submit_on(env, lane, |deliver| {
         query.into_job(move |answer| {
             deliver(match answer {
                 None => Delivered::Cancelled,

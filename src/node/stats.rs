@@ -51,6 +51,20 @@ pub struct PoolStats {
     /// fast paths on its mount for a while (`crate::locality`).
     pub fast_path_slow_calls: f64,
     pub pool: BufferStats,
+    /// The lanes of mounts that wait on a server or daemon ([`crate::lanes`]), one each.
+    pub lanes: Vec<LaneStats>,
+}
+
+/// One lane: its mount, its workers, and its requests waiting, running (on a slow
+/// mount: mostly blocked there) and completed.
+#[napi(object)]
+pub struct LaneStats {
+    pub mount_id: f64,
+    pub mount_point: String,
+    pub threads: u32,
+    pub queued: u32,
+    pub active: u32,
+    pub completed: f64,
 }
 
 #[napi(object)]
@@ -103,6 +117,17 @@ pub fn stats() -> PoolStats {
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_slow_calls: crate::cached::slow_calls() as f64,
+        lanes: crate::lanes::stats()
+            .into_iter()
+            .map(|l| LaneStats {
+                mount_id: l.mount as f64,
+                mount_point: String::from_utf8_lossy(&l.mount_point).into_owned(),
+                threads: l.threads as u32,
+                queued: l.queued as u32,
+                active: l.active as u32,
+                completed: l.completed as f64,
+            })
+            .collect(),
         pool: {
             let buffers = buffer_pool::global();
             let b = buffers.stats();

@@ -41,12 +41,13 @@ fn borrow(env: &Env, st: &mut EnvState, buffers: &[BufferSlice]) -> Result<(Vec<
 /// are deleted when its outcome is delivered.
 fn submit_borrowing(
     env: &Env,
+    lane: Option<u64>,
     buffers: &[BufferSlice],
     make: impl FnOnce(Vec<Borrowed>, Deliver) -> Box<dyn Job>,
 ) -> Result<f64> {
     let st = state(env)?;
     let (references, bytes) = borrow(env, st, buffers)?;
-    match submit(env, |deliver| make(bytes, deliver)) {
+    match submit_on(env, lane, |deliver| make(bytes, deliver)) {
         Ok(id) => {
             st.written_from.insert(id as u64, references);
             Ok(id)
@@ -69,7 +70,11 @@ pub(super) fn submit_write(
     write_empty: bool,
 ) -> Result<f64> {
     let limits = WriteLimits { chunk_size: global().chunk_size(), flush, write_empty, admitted: true };
-    submit_borrowing(env, &[data], |mut bytes, deliver| {
+    let lane = match &target {
+        Target::Path { path, .. } => crate::lanes::of_path(path),
+        Target::Fd(fd) => crate::lanes::of_fd(*fd),
+    };
+    submit_borrowing(env, lane, &[data], |mut bytes, deliver| {
         let bytes = bytes.pop().expect("one buffer");
         Box::new(WriteFileJob::new(target, bytes, limits, move |outcome| {
             deliver(match outcome {
@@ -89,7 +94,8 @@ fn submit_fd_op(
     op: impl FnOnce(Vec<Borrowed>) -> FdOp,
     count: bool,
 ) -> Result<f64> {
-    submit_borrowing(env, buffers, |bytes, deliver| {
+    // Every ordered request on one fd goes to one pool, whatever the mounts do meanwhile.
+    submit_borrowing(env, crate::lanes::of_ordered_fd(fd), buffers, |bytes, deliver| {
         Box::new(FdJob::new(fd, op(bytes), move |outcome| {
             deliver(match outcome {
                 Err(ReadError::Cancelled) => Delivered::Cancelled,

@@ -65,6 +65,16 @@ pub const IDLE_AFTER: Duration = Duration::from_secs(10);
 pub struct Ticket {
     id: u64,
     cancelled: Arc<AtomicBool>,
+    /// The lane of the pool that holds the job ([`crate::lanes`]); `None`: the
+    /// process-wide pool's.
+    lane: Option<u64>,
+}
+
+impl Ticket {
+    /// The lane of the pool that holds the job; `None` for the process-wide pool.
+    pub fn lane(&self) -> Option<u64> {
+        self.lane
+    }
 }
 
 /// The open-file limit the pool starts with: a share of this process's descriptors.
@@ -94,6 +104,8 @@ pub struct Hooks {
 /// A bounded pool of worker threads with fair chunk scheduling.
 pub struct Pool {
     shared: Arc<Shared>,
+    /// The lane this pool serves ([`crate::lanes`]), written into its tickets.
+    lane: Option<u64>,
     /// Handles of every worker ever started, joined on drop.
     handles: Mutex<Vec<thread::JoinHandle<()>>>,
 }
@@ -140,8 +152,15 @@ impl Pool {
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
         });
-        let pool = Pool { shared, handles: Mutex::new(Vec::new()) };
+        let pool = Pool { shared, lane: None, handles: Mutex::new(Vec::new()) };
         pool.configure(Some(threads), None);
+        pool
+    }
+
+    /// The pool of lane `lane` ([`crate::lanes`]): its tickets say so.
+    pub fn for_lane(lane: u64, threads: usize, chunk_size: usize) -> Pool {
+        let mut pool = Pool::new(threads, chunk_size);
+        pool.lane = Some(lane);
         pool
     }
 
@@ -164,7 +183,7 @@ impl Pool {
             for job in jobs {
                 self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
                 job.cancel();
-                tickets.push(Ticket { id: u64::MAX, cancelled: Arc::new(AtomicBool::new(true)) });
+                tickets.push(Ticket { id: u64::MAX, cancelled: Arc::new(AtomicBool::new(true)), lane: self.lane });
             }
             return tickets;
         }
@@ -190,7 +209,7 @@ impl Pool {
                 state.enqueue(entry);
                 queued = true;
             }
-            tickets.push(Ticket { id, cancelled });
+            tickets.push(Ticket { id, cancelled, lane: self.lane });
         }
         if queued {
             state.split_waiting = false;
@@ -269,6 +288,11 @@ impl Pool {
     /// left ([`FairQueue::end_key`]).
     pub fn end_flow(&self, key: u64) {
         self.lock().queue.end_key(key);
+    }
+
+    /// The open-file and byte limits of admission now.
+    pub fn admission_limits(&self) -> Limits {
+        self.lock().admission.limits()
     }
 
     /// Sets the open-file and byte limits of admission ([`crate::policy::admission`]); `None`

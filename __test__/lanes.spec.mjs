@@ -1,0 +1,107 @@
+// Lanes (src/lanes.rs): a mount whose calls wait on a daemon gets a pool of its own that
+// grows while its requests wait, so a slow mount has many requests in flight and a hung
+// one holds nothing local work needs. The mount is fixtures/slowfs.py, a FUSE
+// passthrough whose operations sleep on demand and which records how many requests of
+// each kind it answered at once (what the kernel had in flight to it): no timing is
+// asserted. Needs Linux, root, /dev/fuse and python3-fusepy
+// (scripts/install-test-deps.sh); elsewhere the cases are skipped with the reason.
+import test from 'ava'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import crypto from 'node:crypto'
+import { fairfs, isNative, windows, posixOnly, makeFile } from './helpers.mjs'
+import { needsFuse, skipping, mountSlowfs, unmountAll } from './fixtures/slowfs.mjs'
+
+const fuseTest = windows ? posixOnly('no FUSE', test.serial) : isNative ? needsFuse(test.serial) : skipping(test.serial, 'lanes are the native pool\'s')
+
+test.after.always(() => unmountAll())
+
+/** A source tree of `dirs` directories of `per` small files each (a FUSE daemon serializes lookups within one directory). */
+function tree(dirs, per) {
+  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-'))
+  const files = []
+  for (let d = 0; d < dirs; d++) {
+    fs.mkdirSync(path.join(source, `d${d}`))
+    for (let f = 0; f < per; f++) {
+      const rel = path.join(`d${d}`, `f${f}`)
+      fs.writeFileSync(path.join(source, rel), `file ${rel}\n`)
+      files.push(rel)
+    }
+  }
+  return { source, files }
+}
+
+/** Settles `promise`, or gives `fallback` after `ms`; leaves no timer behind. */
+function within(promise, ms, fallback) {
+  let timer
+  return Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms, fallback)))]).finally(() => clearTimeout(timer))
+}
+
+fuseTest('stats on a slow FUSE mount: many in flight at once, in a lane of the mount\'s own, where node:fs keeps four', async (t) => {
+  const { source, files } = tree(16, 4)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const at = (rel) => path.join(fuse.mountpoint, rel)
+  // Every name looked up once, undelayed: what is measured is getattr.
+  for (const rel of files) fs.statSync(at(rel))
+  fuse.setDelays({ getattr: 100 })
+  const before = fuse.peaks().getattr ?? 0
+  const stats = await Promise.all(files.map((rel) => fairfs.promises.stat(at(rel))))
+  t.is(stats.length, files.length)
+  const ours = fuse.peaks().getattr
+  t.true(ours > 4 && ours > before, `the daemon answered ${ours} getattrs at once (fairfs's process-wide pool has 4 threads)`)
+  const lane = fairfs.stats().lanes.find((l) => l.mountPoint === fuse.mountpoint)
+  t.truthy(lane, `a lane for ${fuse.mountpoint}: ${JSON.stringify(fairfs.stats().lanes)}`)
+  t.true(lane.threads > 4 && lane.threads <= 64, `the lane grew to ${lane.threads} workers`)
+  t.true(lane.completed >= files.length)
+  t.is(fairfs.stats().threads, 4, 'the process-wide pool kept its size')
+})
+
+fuseTest('a hung FUSE mount holds its lane only: local reads and stats go on', async (t) => {
+  const { source, files } = tree(8, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const local = makeFile(64 * 1024)
+  for (const rel of files) fs.statSync(path.join(fuse.mountpoint, rel))
+  fuse.stop()
+  let released = false
+  t.teardown(() => released || fuse.cont())
+  // Eight stats on the stopped daemon: more than the process-wide pool's four threads.
+  const hung = files.map((rel) => fairfs.promises.stat(path.join(fuse.mountpoint, rel)).then(() => 'done', (e) => e.code))
+  const localWork = Promise.all([
+    fairfs.promises.readFile(local.path),
+    new Promise((resolve, reject) => fairfs.stat(local.path, (e, s) => (e ? reject(e) : resolve(s)))),
+    fairfs.promises.writeFile(`${local.path}.copy`, local.data),
+  ])
+  // Not a timing: without lanes these wait for the daemon, which waits for us.
+  const outcome = await within(localWork.then(() => 'done'), 10_000, 'waited for the hung mount')
+  t.is(outcome, 'done')
+  t.true(fs.readFileSync(`${local.path}.copy`).equals(local.data))
+  fuse.cont()
+  released = true
+  t.deepEqual(await Promise.all(hung), files.map(() => 'done'), 'once the daemon answers, the stats on it complete')
+})
+
+fuseTest('a big file on a slow FUSE mount is read with several chunks in flight', async (t) => {
+  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-'))
+  const data = crypto.randomBytes(8 * 1024 * 1024)
+  fs.writeFileSync(path.join(source, 'big'), data)
+  const fuse = await mountSlowfs({ source, options: { directIo: true, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const file = path.join(fuse.mountpoint, 'big')
+  fs.statSync(file)
+  fuse.setDelays({ read: 20 })
+  const read = await fairfs.promises.readFile(file)
+  t.true(read.equals(data))
+  const peak = fuse.peaks().read
+  t.true(peak >= 2, `the daemon answered ${peak} reads of one file at once`)
+})
+
+fuseTest('files on a local disk get no lane', async (t) => {
+  const { path: p } = makeFile(1024)
+  const before = fairfs.stats().lanes.length
+  await fairfs.promises.readFile(p)
+  await fairfs.promises.stat(p)
+  t.is(fairfs.stats().lanes.length, before)
+})

@@ -1,0 +1,258 @@
+//! Lanes: a pool of its own for each mount whose calls wait on a server or a daemon
+//! (NFS, SMB, FUSE, 9p, Ceph: `crate::locality`'s remote mounts), beside the
+//! process-wide pool, whose CPU-sized thread count is right for copying from the page
+//! cache and wrong for waiting on a network.
+//!
+//! * **Which lane.** A request's file is looked up on the calling thread without
+//!   waiting (`locality::remote_of_path`, `remote_of_fd`); a file on a remote mount
+//!   goes to that mount's lane, made on first use, everything else to the process-wide
+//!   pool. Where no mount is remote, that is one look at the mount table.
+//! * **How many in flight.** A lane starts with [`FIRST_THREADS`] workers and grows,
+//!   as its requests queue behind busy workers (blocked on the server), by the number
+//!   queued, up to [`max_threads`] (64 by default, the usual `UV_THREADPOOL_SIZE=64`
+//!   advice; `configure({ laneThreads })`). So a slow mount gets many requests in
+//!   flight, a hung one holds at most its own lane's threads, and local work never
+//!   waits for a thread behind either.
+//! * **Within a lane**, the pool's deficit round robin by bytes, admission (half of the
+//!   process-wide limits, so a hung mount cannot take every fd or byte) and parts: a
+//!   big file is read with up to a lane's threads in flight.
+//! * Lanes live as long as the process; their threads are never joined, so a thread
+//!   stuck on a hung mount does not hold up `process.exit()`.
+//! * An fd's ordered requests ([`crate::jobs::write`]) stay in the lane of their fd's
+//!   first request until it is closed, whatever the mount table says meanwhile: one
+//!   fd's writes, sync and close are in one pool's queue, in order.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::job::Job;
+use crate::lent::Lent;
+use crate::pool::{global, Pool, Ticket};
+use crate::sys::Fd;
+
+/// Workers a new lane starts with.
+pub const FIRST_THREADS: usize = 4;
+/// The most workers a lane grows to unless configured.
+pub const DEFAULT_MAX_THREADS: usize = 64;
+
+static MAX_THREADS: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_THREADS);
+
+/// A lane's pool and the workers it has.
+struct Lane {
+    pool: &'static Pool,
+    threads: usize,
+}
+
+static LANES: Mutex<Option<HashMap<u64, Lane>>> = Mutex::new(None);
+/// The lane of each fd with ordered requests, from its first until its close.
+static FD_LANES: Mutex<Option<HashMap<Fd, Option<u64>>>> = Mutex::new(None);
+
+fn lanes() -> std::sync::MutexGuard<'static, Option<HashMap<u64, Lane>>> {
+    LANES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The most workers a lane grows to.
+pub fn max_threads() -> usize {
+    MAX_THREADS.load(Ordering::Relaxed)
+}
+
+/// Sets the most workers a lane grows to (1..=1024); lanes already bigger keep theirs.
+pub fn set_max_threads(n: usize) {
+    MAX_THREADS.store(n.clamp(1, 1024), Ordering::Relaxed);
+}
+
+/// The lane of the remote mount `path` is on; `None`: the process-wide pool.
+pub fn of_path(path: &std::ffi::CStr) -> Option<u64> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return crate::locality::remote_of_path(path);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The lane of the remote mount `fd`'s file is on; `None`: the process-wide pool.
+pub fn of_fd(fd: Fd) -> Option<u64> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return crate::locality::remote_of_fd(fd);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
+/// The lane for `fd`'s ordered requests: the one its first such request took, until
+/// [`forget_fd`].
+pub fn of_ordered_fd(fd: Fd) -> Option<u64> {
+    let mut map = FD_LANES.lock().unwrap_or_else(|p| p.into_inner());
+    *map.get_or_insert_with(HashMap::new).entry(fd).or_insert_with(|| of_fd(fd))
+}
+
+/// `fd` is closed: its next life takes the lane its mount says.
+pub fn forget_fd(fd: Fd) {
+    if let Some(map) = FD_LANES.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        map.remove(&fd);
+    }
+}
+
+/// The pool of `lane` (made on first use), or the process-wide pool for `None`.
+pub fn pool(lane: Option<u64>) -> &'static Pool {
+    let Some(mount) = lane else { return global() };
+    let mut lanes = lanes();
+    let lanes = lanes.get_or_insert_with(HashMap::new);
+    lanes
+        .entry(mount)
+        .or_insert_with(|| {
+            let pool = Pool::for_lane(mount, FIRST_THREADS, global().chunk_size());
+            // Half of the process's descriptors and bytes at most: a hung mount cannot
+            // take them all. Big files read in as many parts as there are workers.
+            let limits = global().admission_limits();
+            pool.set_admission_limits(Some((limits.max_open / 2).max(1)), Some((limits.max_bytes / 2).max(1)));
+            pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
+            // Lanes live as long as the process, and their threads are never joined.
+            Lane { pool: Box::leak(Box::new(pool)), threads: FIRST_THREADS }
+        })
+        .pool
+}
+
+/// Submits `jobs` to `lane`'s pool; a lane whose requests queue behind busy workers
+/// grows by the number queued, up to [`max_threads`].
+pub fn submit_many(lane: Option<u64>, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
+    let pool = pool(lane);
+    let tickets = pool.submit_many(jobs);
+    if let Some(mount) = lane {
+        let queued = pool.stats().queued;
+        let mut lanes = lanes();
+        if let Some(lane) = lanes.as_mut().and_then(|l| l.get_mut(&mount)) {
+            let want = (lane.threads + queued).min(max_threads());
+            if queued > 0 && want > lane.threads {
+                lane.threads = want;
+                lane.pool.configure(Some(want), None);
+            }
+        }
+    }
+    tickets
+}
+
+/// Cancels `tickets`, each in its own lane's pool.
+pub fn cancel_many(tickets: &[Ticket]) {
+    let mut by_lane: HashMap<Option<u64>, Vec<Ticket>> = HashMap::new();
+    for ticket in tickets {
+        by_lane.entry(ticket.lane()).or_default().push(ticket.clone());
+    }
+    for (lane, tickets) in by_lane {
+        pool(lane).cancel_many(&tickets);
+    }
+}
+
+/// [`Pool::lend`] in the ticket's lane.
+pub fn lend(ticket: &Ticket, memory: Option<Lent>) -> bool {
+    pool(ticket.lane()).lend(ticket, memory)
+}
+
+/// Forgets keyed flow `key` in every pool.
+pub fn end_flow(key: u64) {
+    global().end_flow(key);
+    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
+    for pool in pools {
+        pool.end_flow(key);
+    }
+}
+
+/// Sets the chunk size of every lane (new lanes take the process-wide pool's).
+pub fn set_chunk_size(chunk_size: usize) {
+    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
+    for pool in pools {
+        pool.configure(None, Some(chunk_size));
+    }
+}
+
+/// A lane as `stats()` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneStats {
+    /// The mount's id, as `/proc/self/mountinfo` numbers it, and where it is mounted
+    /// (empty where the table does not have it now).
+    pub mount: u64,
+    pub mount_point: Vec<u8>,
+    pub threads: usize,
+    /// Requests waiting, and being run (most likely blocked on the mount).
+    pub queued: usize,
+    pub active: usize,
+    pub completed: u64,
+}
+
+/// Every lane made so far.
+pub fn stats() -> Vec<LaneStats> {
+    let pools: Vec<(u64, &'static Pool)> =
+        lanes().iter().flat_map(|l| l.iter().map(|(m, lane)| (*m, lane.pool))).collect();
+    let mut out: Vec<LaneStats> = pools
+        .into_iter()
+        .map(|(mount, pool)| {
+            let s = pool.stats();
+            #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+            let mount_point = crate::locality::mount_point(mount).unwrap_or_default();
+            #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+            let mount_point = Vec::new();
+            LaneStats {
+                mount,
+                mount_point,
+                threads: s.threads,
+                queued: s.queued,
+                active: s.active,
+                completed: s.completed,
+            }
+        })
+        .collect();
+    out.sort_by_key(|l| l.mount);
+    out
+}
+
+#[cfg(all(test, not(fairfs_loom)))]
+mod tests {
+    use super::*;
+    use crate::job::Step;
+
+    /// A job that waits until `release` says so, as a request blocked on a server.
+    struct Blocked(std::sync::Arc<(Mutex<bool>, std::sync::Condvar)>, std::sync::mpsc::Sender<()>);
+    impl Job for Blocked {
+        fn step(&mut self) -> Step {
+            let (lock, cv) = &*self.0;
+            let mut go = lock.lock().unwrap();
+            while !*go {
+                go = cv.wait(go).unwrap();
+            }
+            Step { bytes: 0, done: true }
+        }
+        fn complete(self: Box<Self>) {
+            let _ = self.1.send(());
+        }
+        fn cancel(self: Box<Self>) {
+            let _ = self.1.send(());
+        }
+    }
+
+    #[test]
+    fn a_lane_grows_while_its_requests_wait_up_to_its_cap_and_tickets_know_their_lane() {
+        const MOUNT: u64 = u64::MAX - 7; // no real mount has this id
+        let gate = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let jobs: Vec<Box<dyn Job>> =
+            (0..100).map(|_| Box::new(Blocked(gate.clone(), tx.clone())) as Box<dyn Job>).collect();
+        let tickets = submit_many(Some(MOUNT), jobs);
+        assert!(tickets.iter().all(|t| t.lane() == Some(MOUNT)));
+        let lane = stats().into_iter().find(|l| l.mount == MOUNT).unwrap();
+        assert_eq!(lane.threads, max_threads(), "100 queued: grown to the cap at once");
+        // The process-wide pool is untouched by the lane's blocked requests.
+        assert_eq!(crate::pool::global().stats().threads, crate::pool::DEFAULT_THREADS);
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        for _ in 0..100 {
+            rx.recv().unwrap();
+        }
+        let lane = stats().into_iter().find(|l| l.mount == MOUNT).unwrap();
+        assert_eq!((lane.queued, lane.completed), (0, 100));
+    }
+}
