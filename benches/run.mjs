@@ -12,6 +12,7 @@ import { markdownSection, ratioSvg, summaryMarkdown } from './js/report.mjs'
 import * as readfile from './js/readfile.mjs'
 import * as writefile from './js/writefile.mjs'
 import * as upload from './js/upload.mjs'
+import * as slowStorage from './js/slow-storage.mjs'
 import * as clogging from './js/clogging.mjs'
 import * as readStream from './js/read-stream.mjs'
 import * as fairness from './js/fairness.mjs'
@@ -25,7 +26,7 @@ import * as metadata from './js/metadata.mjs'
 import * as peers from './js/peers.mjs'
 import * as fresh from './js/fresh.mjs'
 
-const BENCHMARKS = [readfile, writefile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, upload, metadata]
+const BENCHMARKS = [readfile, writefile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, upload, slowStorage, metadata]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
 /** Run only when asked for with --peers: it fetches Bun and Deno from the npm registry. */
