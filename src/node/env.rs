@@ -20,6 +20,7 @@ pub enum Delivered {
     /// A call with no result: a close, an `access` that found what it asked for.
     Done(std::result::Result<(), ReadError>),
     /// The bytes an `fs.write` or `fs.writev` wrote.
+    #[cfg(unix)]
     Written(std::result::Result<usize, ReadError>),
     /// The fields of an `fs.Stats` (`stat`, `lstat`, `fstat`), for a `BigIntStats` if
     /// the flag is set. A failed stat is [`Delivered::Done`]'s error.

@@ -355,14 +355,16 @@ impl ToNapiValue for Batch {
                     out.set(slot, fd)?
                 }
                 Delivered::Done(Ok(())) => out.set(slot, ())?,
+                #[cfg(unix)]
                 Delivered::Written(Ok(n)) => out.set(slot, n as f64)?,
+                #[cfg(unix)]
+                Delivered::Written(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 #[cfg(unix)]
                 Delivered::Stats(slots, bigint) => out.set(slot, stat_fields(slots, bigint))?,
                 Delivered::Bytes(Err(e))
                 | Delivered::Chunk(Err(e), _)
                 | Delivered::Opened(Err(e))
-                | Delivered::Done(Err(e))
-                | Delivered::Written(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
+                | Delivered::Done(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 Delivered::Cancelled => out.set(slot, Null)?,
                 Delivered::Batch(slabs, results) => {
                     // [slabs, spans, others]: result j is `len` bytes at `offset` of
