@@ -78,13 +78,42 @@ pub fn write_vectored(fd: Fd, bufs: &[&[u8]], offset: Option<u64>) -> Result<usi
         .take(MAX_BUFFERS)
         .map(|b| libc::iovec { iov_base: b.as_ptr().cast_mut().cast(), iov_len: b.len() })
         .collect();
+    // macOS has pwritev only from 11, and the binary loads on 10.13: there, a positional
+    // write of several buffers is one pwrite per buffer (libuv emulates it so too).
+    #[cfg(target_os = "macos")]
+    if let Some(at) = offset {
+        let mut done = 0usize;
+        for b in bufs.iter().take(MAX_BUFFERS) {
+            let n = loop {
+                // SAFETY: `b` stays borrowed for the call; the kernel only reads it.
+                let n = unsafe { libc::pwrite(fd, b.as_ptr().cast(), b.len(), (at + done as u64) as libc::off_t) };
+                if n >= 0 {
+                    break n as usize;
+                }
+                let e = FsError::last(Syscall::Write);
+                if e.os == libc::EINTR {
+                    continue;
+                }
+                if done > 0 {
+                    return Ok(done);
+                }
+                return Err(e);
+            };
+            done += n;
+            if n < b.len() {
+                break;
+            }
+        }
+        return Ok(done);
+    }
     loop {
         // SAFETY: every iovec points at a slice that stays borrowed for the call, and
         // the kernel only reads from them.
         let n = unsafe {
             match offset {
+                #[cfg(not(target_os = "macos"))]
                 Some(at) => libc::pwritev(fd, iov.as_ptr(), iov.len() as libc::c_int, at as libc::off_t),
-                None => libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int),
+                _ => libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int),
             }
         };
         if n >= 0 {
