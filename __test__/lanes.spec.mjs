@@ -10,10 +10,16 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
-import { fairfs, isNative, windows, posixOnly, makeFile } from './helpers.mjs'
+import { fairfs, isNative, windows, portable, posixOnly, makeFile } from './helpers.mjs'
 import { needsFuse, skipping, mountSlowfs, unmountAll } from './fixtures/slowfs.mjs'
 
-const fuseTest = windows ? posixOnly('no FUSE', test.serial) : isNative ? needsFuse(test.serial) : skipping(test.serial, 'lanes are the native pool\'s')
+const fuseTest = windows
+  ? posixOnly('no FUSE', test.serial)
+  : !isNative
+    ? skipping(test.serial, "lanes are the native pool's")
+    : portable
+      ? skipping(test.serial, 'the portable build has no lanes (they read Linux\'s mount table)')
+      : needsFuse(test.serial)
 
 test.after.always(() => unmountAll())
 
