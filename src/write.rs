@@ -79,9 +79,10 @@ struct OpenFile {
     owned: bool,
     /// Opened for appending: the rest goes in one step.
     append: bool,
-    /// A regular file opened to be truncated but rewritten in place: cut to the bytes
-    /// written once they are all written, or when the write stops short.
-    rewrite: bool,
+    /// A regular file opened to be truncated but rewritten in place: its size then. It
+    /// is cut to the bytes written, where they are fewer, once they are all written or
+    /// when the write stops short (a rewrite of the same length cuts nothing).
+    rewrite: Option<u64>,
     /// Bytes written so far.
     at: u64,
 }
@@ -90,7 +91,7 @@ impl Drop for OpenFile {
     fn drop(&mut self) {
         // Failed and cancelled writes end here: a rewrite is cut where it stopped, as
         // node:fs's truncated file would end. A close error has nobody to go to.
-        if self.rewrite {
+        if self.rewrite.is_some_and(|old| self.at < old) {
             let _ = sys::write::truncate(self.fd, self.at);
         }
         if self.owned {
@@ -188,9 +189,10 @@ impl FileWrite {
         if self.written < data.len() {
             return Ok((done, false));
         }
-        if file.rewrite {
-            sys::write::truncate(file.fd, file.at)?;
-            file.rewrite = false;
+        if let Some(old) = file.rewrite.take() {
+            if file.at < old {
+                sys::write::truncate(file.fd, file.at)?;
+            }
         }
         if self.limits.flush {
             sys::write::fsync(file.fd)?;
@@ -221,17 +223,17 @@ fn open(target: &Target) -> Result<OpenFile, FsError> {
             // write and would truncate.
             let in_place = flags & libc::O_TRUNC != 0 && !append && flags & libc::O_ACCMODE != libc::O_RDONLY;
             let fd = sys::open(path, if in_place { flags & !libc::O_TRUNC } else { *flags }, *mode)?;
-            let mut file = OpenFile { fd, owned: true, append, rewrite: false, at: 0 };
+            let mut file = OpenFile { fd, owned: true, append, rewrite: None, at: 0 };
             if in_place {
                 // What O_TRUNC would have cut: a regular file's bytes (a FIFO or device
                 // ignores O_TRUNC, and an empty file has nothing to cut).
                 let st = sys::fstat(fd)?; // the OpenFile closes the fd on an error
-                file.rewrite = st.is_regular && st.size > 0;
+                file.rewrite = (st.is_regular && st.size > 0).then_some(st.size);
             }
             Ok(file)
         }
         Target::Fd(fd) => {
-            Ok(OpenFile { fd: *fd, owned: false, append: sys::write::is_append(*fd)?, rewrite: false, at: 0 })
+            Ok(OpenFile { fd: *fd, owned: false, append: sys::write::is_append(*fd)?, rewrite: None, at: 0 })
         }
     }
 }
@@ -313,6 +315,8 @@ mod tests {
         std::fs::write(&p, b"old").unwrap();
         write_all(path_target(&p, W), b"longer than before", limits).0.unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"longer than before");
+        write_all(path_target(&p, W), b"same length, news.", limits).0.unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"same length, news.", "nothing to cut");
         std::fs::write(&p, b"old old old old old").unwrap();
         let mut w = FileWrite::new(path_target(&p, W), Borrowed::owned(b"abcdefgh".to_vec()), limits);
         assert_eq!(w.step().unwrap(), (4, false));
