@@ -7,7 +7,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { fairfs, tmpPath, describeError, isNative } from './helpers.mjs'
+import { fairfs, tmpPath, describeError, isNative, nativeOnly, posixOnly } from './helpers.mjs'
 
 /** A directory with a file `f` (mode 640), a 3 MiB file `big`, an empty directory `d`, and a directory `full` holding `x`. */
 const big = Buffer.alloc(3 * 1024 * 1024 + 7, 'b')
@@ -152,8 +152,7 @@ for (const [name, { cb, p }] of Object.entries(cases)) {
   }
 }
 
-test.serial('a big copy is cut into chunks on the pool, counted as written', async (t) => {
-  if (!isNative) return t.pass('the node backend has no pool') // its fairfs.copyFile is node:fs's, tested above
+nativeOnly(posixOnly("copies are node:fs's there", test.serial))('a big copy is cut into chunks on the pool, counted as written', async (t) => {
   const dir = layout()
   const before = fairfs.stats()
   await fairfs.promises.copyFile(path.join(dir, 'big'), path.join(dir, 'copy'))
