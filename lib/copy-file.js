@@ -7,7 +7,7 @@
 
 const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
-const { validatePath } = require('./args')
+const { acceptedPath } = require('./mutate')
 const { nodeServes } = require('./mocked')
 const { withCallerStack } = require('./errors')
 
@@ -15,16 +15,6 @@ const node = { copyFile: nodeFs.copyFile, promises: { copyFile: nodeFs.promises.
 
 /** Whether the addon copies (every unix; not Windows yet). */
 const supported = typeof binding.copyFile === 'function'
-
-/** `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge it. */
-function acceptedPath(path) {
-  if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
-  try {
-    return validatePath(path)
-  } catch {
-    return null
-  }
-}
 
 /** A mode fairfs takes as it is: none, or an integer of COPYFILE_* bits; else null. */
 function acceptedMode(mode) {

@@ -105,4 +105,4 @@ const promises = {
   },
 }
 
-module.exports = supported ? { supported, unlink, rename, mkdir, promises } : { supported, ...node }
+module.exports = supported ? { supported, unlink, rename, mkdir, promises, acceptedPath } : { supported, ...node, acceptedPath }
