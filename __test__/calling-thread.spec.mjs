@@ -287,6 +287,129 @@ fuseTest('a stopped daemon: 8 readFiles and 8 stats of cached names do not freez
 })
 
 // ---------------------------------------------------------------------------------
+// Writes on a mount whose every operation is slow: each write form waits on the pool
+// (or a lane), never on the JS thread, and leaves what node:fs's leaves.
+
+/** How long a slowed operation takes in the write cases: several per call, on both sides. */
+const SLOW_WRITE = 400
+const writeDelays = Object.fromEntries(['getattr', 'create', 'open', 'write', 'flush', 'release', 'truncate', 'fsync', 'unlink', 'rename', 'mkdir', 'chmod', 'utimens']
+  .map((op) => [op, SLOW_WRITE]))
+
+const writableMount = shared(async () => {
+  const source = sourceDir({ seed: 3000 })
+  const mount = await mountSlowfs({ source: source.dir, options: { entryTimeout: 30, attrTimeout: 30 } })
+  return { mount, dir: mount.mountpoint, seed: source.data.seed }
+})
+
+/** Writes the stream `chunks` through node:fs's WriteStream (node:fs's fs.open/write/close, or fairfs's after install()). */
+function streamOut(file, chunks) {
+  return new Promise((resolve, reject) => {
+    const ws = fs.createWriteStream(file)
+    ws.on('error', reject)
+    ws.on('close', () => resolve(ws.bytesWritten))
+    for (const c of chunks) ws.write(c)
+    ws.end()
+  })
+}
+
+const big = crypto.randomBytes(700_000) // over a pool chunk: written in steps
+
+/**
+ * Each write case: `before(file, seed)` sets the scene (delays off), `run(api, file)`
+ * is the call (api: node:fs or fairfs), `after(file)` what it left.
+ */
+const writeCases = {
+  writeFile: { run: (api, f) => call((cb) => api.writeFile(f, 'written by writeFile', cb)) },
+  'promises.writeFile of 700 KB': { run: (api, f) => api.promises.writeFile(f, big) },
+  'writeFile over an existing longer file': {
+    before: (f, seed) => fs.writeFileSync(f, seed),
+    run: (api, f) => call((cb) => api.writeFile(f, 'shorter', cb)),
+  },
+  appendFile: {
+    before: (f) => fs.writeFileSync(f, 'first line\n'),
+    run: (api, f) => call((cb) => api.appendFile(f, 'second line\n', cb)),
+  },
+  'a WriteStream under install()': {
+    run: (api, f) => (api === fs ? streamOut(f, ['a', 'b', big]) : installed(() => streamOut(f, ['a', 'b', big]))),
+  },
+  unlink: { before: (f, seed) => fs.writeFileSync(f, seed), run: (api, f) => call((cb) => api.unlink(f, cb)) },
+  rename: {
+    before: (f, seed) => fs.writeFileSync(f, seed),
+    run: (api, f) => call((cb) => api.rename(f, `${f}.renamed`, cb)),
+    after: (f) => ({ from: fs.existsSync(f), to: fs.readFileSync(`${f}.renamed`).length }),
+  },
+  mkdir: { run: (api, f) => call((cb) => api.mkdir(f, cb)), after: (f) => fs.statSync(f).isDirectory() },
+  copyFile: {
+    before: (f, seed) => fs.writeFileSync(`${f}.src`, seed),
+    run: (api, f) => call((cb) => api.copyFile(`${f}.src`, f, cb)),
+  },
+}
+
+/** What a write left at `file`: its bytes' hash, or that it is not there. */
+function leftAt(file) {
+  if (!fs.existsSync(file)) return 'absent'
+  const data = fs.readFileSync(file)
+  return { length: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') }
+}
+
+for (const [name, { before, run, after = leftAt }] of Object.entries(writeCases)) {
+  fuseTest(`every operation takes ${SLOW_WRITE} ms: ${name} on FUSE does not wait for the daemon on the JS thread`, async (t) => {
+    const { mount, dir, seed } = await writableMount()
+    const slug = name.replace(/\W+/g, '-')
+    const files = { node: path.join(dir, `${slug}-node`), ours: path.join(dir, `${slug}-ours`) }
+    for (const f of Object.values(files)) before?.(f, seed)
+    mount.setDelays(writeDelays)
+    t.teardown(() => mount.setDelays({}))
+    const node = await gapOf(() => run(fs, files.node))
+    const ours = await gapOf(() => run(fairfs, files.ours))
+    mount.setDelays({})
+    t.log(`largest gap: node:fs ${ms(node.gap)}, fairfs ${ms(ours.gap)} (the calls took ${ms(node.took)} and ${ms(ours.took)})`)
+    t.is(node.error, undefined, 'node:fs succeeds')
+    t.deepEqual(describe(ours), describe(node), 'the same outcome as node:fs')
+    t.deepEqual(after(files.ours), after(files.node), 'the same left on the mount as node:fs left')
+    t.true(node.took >= SLOW_WRITE, `the daemon slowed node:fs's call (${ms(node.took)})`)
+    t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
+    t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)}): the JS thread waited on the FUSE daemon`)
+  })
+}
+
+fuseTest('a stopped daemon: writeFile, appendFile, an fd write and a rename on FUSE do not freeze the event loop, and complete once it runs', async (t) => {
+  const { mount, dir } = await writableMount()
+  const names = (who) => ['whole', 'log', 'fd', 'moved'].map((n) => path.join(dir, `hung-${n}-${who}`))
+  for (const who of ['node', 'ours']) {
+    const [, log, fdFile, moved] = names(who)
+    fs.writeFileSync(log, 'one\n')
+    fs.writeFileSync(fdFile, '')
+    fs.writeFileSync(moved, 'moved')
+  }
+  // Opened while the daemon runs: an open on the JS thread of a stopped one never returns.
+  const fds = { node: fs.openSync(names('node')[2], 'r+'), ours: fs.openSync(names('ours')[2], 'r+') }
+  const calls = (api, who) => () => {
+    const [whole, log, , moved] = names(who)
+    const fd = fds[who]
+    return [
+      api.promises.writeFile(whole, big),
+      call((cb) => api.appendFile(log, 'two\n', cb)),
+      (api === fs ? call((cb) => fs.write(fd, 'at the fd', cb)) : installed(() => call((cb) => fs.write(fd, 'at the fd', cb))))
+        .finally(() => fs.closeSync(fd)),
+      call((cb) => api.rename(moved, `${moved}.2`, cb)),
+    ]
+  }
+  const node = await whileHung(mount, SLOW, calls(fs, 'node'))
+  const ours = await whileHung(mount, SLOW, calls(fairfs, 'ours'))
+  t.log(`largest gap over ${ms(SLOW)} with the daemon stopped: node:fs ${ms(node.gap)}, fairfs ${ms(ours.gap)}`)
+  t.not(node.outcomes, 'timed out', "node:fs's calls completed once the daemon ran")
+  t.not(ours.outcomes, 'timed out', "fairfs's calls completed once the daemon ran")
+  t.deepEqual(ours.outcomes.map((o) => describe(o).error ?? 'ok'), node.outcomes.map((o) => describe(o).error ?? 'ok'), 'the same outcomes as node:fs')
+  const state = (who) => {
+    const [whole, log, fdFile, moved] = names(who)
+    return [leftAt(whole), leftAt(log), leftAt(fdFile), leftAt(moved), leftAt(`${moved}.2`)]
+  }
+  t.deepEqual(state('ours'), state('node'), 'the same left on the mount as node:fs left')
+  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
+  t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} with the daemon stopped (node:fs's ${ms(node.gap)})`)
+})
+// ---------------------------------------------------------------------------------
 // An abort closes what the read opened; on FUSE a close waits for the daemon's flush.
 
 const slowClose = shared(async () => {

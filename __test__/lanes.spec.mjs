@@ -10,6 +10,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import { spawn } from 'node:child_process'
 import { fairfs, isNative, windows, portable, posixOnly, makeFile } from './helpers.mjs'
 import { needsFuse, skipping, mountSlowfs, unmountAll } from './fixtures/slowfs.mjs'
 
@@ -87,6 +88,45 @@ fuseTest('a hung FUSE mount holds its lane only: local reads and stats go on', a
   fuse.cont()
   released = true
   t.deepEqual(await Promise.all(hung), files.map(() => 'done'), 'once the daemon answers, the stats on it complete')
+})
+
+fuseTest('process.exit() returns while reads, writes and mutations wait on a hung mount (node:fs never returns: libuv joins its threads)', async (t) => {
+  const { source, files } = tree(4, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
+  // The child holds no fd of the mount's itself: closing one at exit waits on the
+  // daemon in the kernel, for any runtime. Its calls start once the daemon is stopped.
+  const calls = [
+    `fairfs.promises.readFile(${on(files[0])})`,
+    `fairfs.promises.stat(${on(files[1])})`,
+    `fairfs.promises.writeFile(${on('new-file')}, Buffer.alloc(3 << 20, 1))`,
+    `fairfs.promises.appendFile(${on(files[2])}, 'more')`,
+    `fairfs.promises.mkdir(${on('new-dir')})`,
+    `fairfs.promises.rename(${on(files[3])}, ${on('renamed')})`,
+  ]
+  const code = `const fairfs = require(${JSON.stringify(path.resolve('.'))})
+    process.stdout.write('ready\\n')
+    process.stdin.once('data', () => {
+      for (const p of [${calls.join(', ')}]) p.catch(() => {})
+      setTimeout(() => { process.stdout.write('exiting\\n'); process.exit(3) }, 300)
+    })`
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] })
+  t.teardown(() => child.kill('SIGKILL'))
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', (s) => (out += s))
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
+  await new Promise((resolve) => child.stdout.once('data', resolve))
+  fuse.stop()
+  let released = false
+  t.teardown(() => released || fuse.cont())
+  child.stdin.write('go\n')
+  // Not a timing: 5 s only tells "returned" from "never returns".
+  const outcome = await within(exited, 5_000, 'still running 5 s after its calls')
+  fuse.cont()
+  released = true
+  t.deepEqual(outcome, { code: 3, signal: null })
+  t.is(out, 'ready\nexiting\n')
 })
 
 fuseTest('a big file on a slow FUSE mount is read with several chunks in flight', async (t) => {
