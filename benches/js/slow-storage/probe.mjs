@@ -1,12 +1,15 @@
 // One process's measurements on a slow mount, for the slow-storage benchmark:
-//   node [--import fairfs/register] probe.mjs <mountpoint> <localdir> <quick>
+//   node [--import fairfs/register] probe.mjs <mountpoint> <localdir> <quick> <daemon pid>
 // The mount (fixtures/slowfs.py, every request delayed) holds d0..d63/f0..f3 (4 KiB
-// each) and big0..big3 (8 MiB); <localdir> holds small (1 KiB). Prints one JSON line.
+// each) and big0..big3 (8 MiB); <localdir> holds small (1 KiB) and mid (1 MiB). Prints
+// one JSON line, then stops the daemon (SIGSTOP) under 16 reads, prints "exiting" and
+// calls process.exit(): the benchmark times the exit and lets the daemon go on.
 import fs from 'node:fs'
 import path from 'node:path'
 import { percentile } from '../common.mjs'
+import { stopProcess } from '../../../__test__/fixtures/slowfs.mjs'
 
-const [mount, localDir, quickArg] = process.argv.slice(2)
+const [mount, localDir, quickArg, daemonPid] = process.argv.slice(2)
 const quick = quickArg === '1'
 const fsp = fs.promises
 const names = []
@@ -48,4 +51,36 @@ running = false
 await Promise.all(readers)
 out.localP99ms = percentile(latencies, 99)
 out.localP50ms = percentile(latencies, 50)
+
+// Hung: the daemon stops while 16 reads wait on it. Local triples done within 250 ms
+// each over a second, and the event loop's largest gap meanwhile.
+stopProcess(+daemonPid) // returns once all its threads are stopped
+for (const name of names.slice(0, 16)) fsp.readFile(name).catch(() => {})
+const mid = path.join(localDir, 'mid')
+const triple = async () => {
+  await fsp.readFile(small)
+  await fsp.stat(small)
+  await fsp.readFile(mid)
+}
+let last = performance.now()
+let gap = 0
+const heartbeat = setInterval(() => {
+  const now = performance.now()
+  gap = Math.max(gap, now - last)
+  last = now
+}, 5)
+const hungEnd = performance.now() + 1000
+let triples = 0
+while (performance.now() < hungEnd) {
+  const done = await Promise.race([triple().then(() => true), new Promise((resolve) => setTimeout(resolve, 250, false))])
+  if (!done) break
+  triples++
+}
+await new Promise((resolve) => setTimeout(resolve, Math.max(0, hungEnd - performance.now())))
+clearInterval(heartbeat)
+out.hungTriples = triples
+out.hungGapMs = Math.max(gap, performance.now() - last)
 console.log(JSON.stringify(out))
+// The reads still wait on the stopped daemon: the benchmark times this exit.
+console.log('exiting')
+process.exit(0)
