@@ -124,7 +124,7 @@ async function main() {
     const started = performance.now()
     let result
     try {
-      result = { name: bench.name, title: bench.title, ...(await bench.run({ quick, progress: (text) => progress.set(`${prefix} ${text}`) })) }
+      result = { name: bench.name, title: bench.title, ...(await bench.run({ quick, peers: withPeers, progress: (text) => progress.set(`${prefix} ${text}`) })) }
     } catch (err) {
       // One broken benchmark should not cost the results of the others.
       result = { name: bench.name, title: bench.title, notes: [], tables: [], ratios: [], error: err.stack ?? String(err) }

@@ -7,8 +7,9 @@
 // a local 1 KiB read + stat every 5 ms beside four readers of the mount's big files;
 // then the daemon stops (SIGSTOP) while 16 reads wait on it: local work finished in a
 // second, the event loop's largest gap, and how long process.exit() takes.
-// Sides: node:fs, node:fs with UV_THREADPOOL_SIZE=64, and fairfs/register. Needs root
-// and FUSE; elsewhere it says why and measures nothing.
+// Sides: node:fs, node:fs with UV_THREADPOOL_SIZE=64, and fairfs/register; --peers adds
+// Bun and Deno (their node:fs). Needs root and FUSE; elsewhere it says why and measures
+// nothing.
 
 import fs from 'node:fs'
 import path from 'node:path'
@@ -16,6 +17,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { KiB, MiB, interleave, median, makeTmpDir, removeTmpDir, writeFilled, fmtNum, ratioTable } from './common.mjs'
 import { fuseUnavailable, mountSlowfs, unmountAll } from '../../__test__/fixtures/slowfs.mjs'
+import { peerBinary } from './peers/fetch.mjs'
 
 export const name = 'slow-storage'
 export const title = 'slow-storage: a FUSE mount with 5 ms and 1 ms per request, node:fs vs UV_THREADPOOL_SIZE=64 vs fairfs'
@@ -23,6 +25,8 @@ export const title = 'slow-storage: a FUSE mount with 5 ms and 1 ms per request,
 const here = path.dirname(fileURLToPath(import.meta.url))
 const probe = path.join(here, 'slow-storage', 'probe.mjs')
 const SIDES = ['node:fs', 'node:fs UV64', 'fairfs']
+/** With --peers: the same probe in Bun and Deno (their node:fs). */
+const PEERS = ['Bun', 'Deno']
 const DELAYS = [5, 1]
 /** How long a side may take to exit while its reads wait on the stopped daemon. */
 const EXIT_CAP_MS = 3000
@@ -44,13 +48,15 @@ const CASES = [
  * libuv joins its threads). The daemon goes on after that.
  */
 function runProbe(side, fuse, local, quick) {
-  const execArgv = side === 'fairfs' ? ['--import', 'fairfs/register'] : []
   const env = { ...process.env }
   if (side === 'node:fs UV64') env.UV_THREADPOOL_SIZE = '64'
   const repo = path.join(here, '..', '..')
+  const args = [probe, fuse.mountpoint, local, quick ? '1' : '0', String(fuse.pid)]
+  const [cmd, argv] = side === 'Bun' ? [peerBinary('bun'), args]
+    : side === 'Deno' ? [peerBinary('deno'), ['run', '-A', ...args]]
+      : [process.execPath, side === 'fairfs' ? ['--import', 'fairfs/register', ...args] : args]
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...execArgv, probe, fuse.mountpoint, local, quick ? '1' : '0', String(fuse.pid)],
-      { env, cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(cmd, argv, { env, cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     let exitAsked = 0
@@ -74,13 +80,14 @@ function runProbe(side, fuse, local, quick) {
   })
 }
 
-export async function run({ quick, progress }) {
+export async function run({ quick, peers, progress }) {
   const unavailable = fuseUnavailable()
   if (unavailable) return { notes: [`Not measured: ${unavailable}.`], tables: [], ratios: [], raw: null }
   const rounds = quick ? 1 : 3
   const source = makeTmpDir(`${name}-source`)
   const local = makeTmpDir(`${name}-local`)
   const samples = {}
+  const sides = peers ? [...SIDES, ...PEERS] : SIDES
   try {
     progress('writing files')
     for (let d = 0; d < 64; d++) {
@@ -92,7 +99,7 @@ export async function run({ quick, progress }) {
     writeFilled(path.join(local, 'mid'), MiB, 'm')
     for (const delay of DELAYS) {
       const delays = Object.fromEntries(['getattr', 'open', 'read', 'flush', 'release', 'readdir', 'readlink'].map((op) => [op, delay]))
-      samples[delay] = await interleave(SIDES, rounds, async (side) => {
+      samples[delay] = await interleave(sides, rounds, async (side) => {
         // A fresh mount per measurement: the kernel's caches of it start empty.
         const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, directIo: true, delays } })
         try {
@@ -118,13 +125,17 @@ export async function run({ quick, progress }) {
     }
     tables.push({
       caption: `${delay} ms per request: median (min–max) per side`,
-      columns: ['case', ...SIDES],
-      rows: CASES.map(([key, label]) => [label, ...SIDES.map((s) => cell(s, key))]),
+      columns: ['case', ...sides],
+      rows: CASES.map(([key, label]) => [label, ...sides.map((s) => cell(s, key))]),
     })
     for (const [key, label, higher] of CASES.filter(([k]) => !['localP50ms', 'hungGapMs', 'exitMs'].includes(k))) {
       const best = higher ? Math.max(med('node:fs', key), med('node:fs UV64', key)) : Math.min(med('node:fs', key), med('node:fs UV64', key))
       const value = higher ? med('fairfs', key) / best : best / med('fairfs', key)
       ratios.push({ label: `${delay} ms, ${label}: fairfs vs node:fs's best of 4 and 64 threads (> 1 favours fairfs)`, value })
+      if (peers) {
+        const deno = med('Deno', key)
+        ratios.push({ label: `${delay} ms, ${label}: fairfs vs Deno (> 1 favours fairfs)`, value: higher ? med('fairfs', key) / deno : deno / med('fairfs', key) })
+      }
     }
   }
   return {
