@@ -23,6 +23,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fairfs, windows, posixOnly, describeError, viaPromise, fdsOpenOn } from './helpers.mjs'
 import { needsFuse, needsOverlay, skipping, mountSlowfs, mountOverlay, unmountAll, contLater, python } from './fixtures/slowfs.mjs'
+import { heartbeat } from './fixtures/heartbeat.mjs'
 import { needsScanner, mountTmpfs, startScanner, stopAll as stopScanners } from './fixtures/scanner.mjs'
 
 /** How long a slowed operation takes. */
@@ -241,18 +242,11 @@ const nfsLike = shared(async () => {
 async function whileHung(mount, window, calls) {
   const cancelCont = contLater(mount.pid, window + 700)
   try {
-    let last = performance.now()
-    let worst = 0
-    const timer = setInterval(() => {
-      const now = performance.now()
-      worst = Math.max(worst, now - last)
-      last = now
-    }, 5)
+    const beat = heartbeat()
     mount.stop()
     const started = calls().map((p) => p.then((value) => ({ value }), (error) => ({ error })))
     await sleep(window)
-    clearInterval(timer)
-    const gap = Math.max(worst, performance.now() - last)
+    const gap = beat.stop()
     mount.cont()
     const outcomes = await within(Promise.all(started), 20_000, 'timed out')
     return { gap, outcomes }
@@ -614,31 +608,24 @@ const scanned = shared(async () => {
  * gapOf does, and the largest seen while each ran. Stops at the first error.
  */
 async function gapsOf(runs) {
-  let last = performance.now()
-  let worst = 0
-  const timer = setInterval(() => {
-    const now = performance.now()
-    worst = Math.max(worst, now - last)
-    last = now
-  }, 5)
+  const beat = heartbeat()
   const start = performance.now()
   const each = []
   const values = []
   let error
   for (const run of runs) {
-    worst = 0
+    beat.reset()
     try {
       values.push(await run())
     } catch (e) {
       error = e
     }
-    each.push(worst)
+    each.push(beat.worst())
     if (error) break
   }
   const took = performance.now() - start
   await sleep(15)
-  clearInterval(timer)
-  each[each.length - 1] = Math.max(each[each.length - 1], worst, performance.now() - last)
+  each[each.length - 1] = Math.max(each[each.length - 1], beat.stop())
   return { gap: Math.max(...each), each, took, values, error }
 }
 

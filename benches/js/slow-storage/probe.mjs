@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { percentile } from '../common.mjs'
 import { stopProcess } from '../../../__test__/fixtures/slowfs.mjs'
+import { heartbeat } from '../../../__test__/fixtures/heartbeat.mjs'
 
 const [mount, localDir, quickArg, daemonPid] = process.argv.slice(2)
 const quick = quickArg === '1'
@@ -62,13 +63,7 @@ const triple = async () => {
   await fsp.stat(small)
   await fsp.readFile(mid)
 }
-let last = performance.now()
-let gap = 0
-const heartbeat = setInterval(() => {
-  const now = performance.now()
-  gap = Math.max(gap, now - last)
-  last = now
-}, 5)
+const beat = heartbeat()
 const hungEnd = performance.now() + 1000
 let triples = 0
 while (performance.now() < hungEnd) {
@@ -77,9 +72,8 @@ while (performance.now() < hungEnd) {
   triples++
 }
 await new Promise((resolve) => setTimeout(resolve, Math.max(0, hungEnd - performance.now())))
-clearInterval(heartbeat)
+out.hungGapMs = beat.stop()
 out.hungTriples = triples
-out.hungGapMs = Math.max(gap, performance.now() - last)
 console.log(JSON.stringify(out))
 // The reads still wait on the stopped daemon: the benchmark times this exit.
 console.log('exiting')
