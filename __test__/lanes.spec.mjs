@@ -45,7 +45,7 @@ function within(promise, ms, fallback) {
   return Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms, fallback)))]).finally(() => clearTimeout(timer))
 }
 
-fuseTest('stats on a slow FUSE mount: many in flight at once, in a lane of the mount\'s own, where node:fs keeps four', async (t) => {
+fuseTest('stats on a slow FUSE mount: many in flight at once, in a lane of the mount\'s own, where node:fs keeps four; the lane shrinks back once idle', async (t) => {
   const { source, files } = tree(16, 4)
   const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
   t.teardown(() => fuse.unmount())
@@ -63,6 +63,10 @@ fuseTest('stats on a slow FUSE mount: many in flight at once, in a lane of the m
   t.true(lane.threads > 4 && lane.threads <= 64, `the lane grew to ${lane.threads} workers`)
   t.true(lane.completed >= files.length)
   t.is(fairfs.stats().threads, 4, 'the process-wide pool kept its size')
+  // Idle for a second, the lane goes back to its first four workers.
+  const threadsOf = () => fairfs.stats().lanes.find((l) => l.mountPoint === fuse.mountpoint).threads
+  for (let i = 0; i < 50 && threadsOf() > 4; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  t.is(threadsOf(), 4, 'the idle lane shrank back to 4 workers')
 })
 
 fuseTest('a hung FUSE mount holds its lane only: local reads and stats go on', async (t) => {

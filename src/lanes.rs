@@ -12,7 +12,8 @@
 //!   queued, up to [`max_threads`] (64 by default, the usual `UV_THREADPOOL_SIZE=64`
 //!   advice; `configure({ laneThreads })`). So a slow mount gets many requests in
 //!   flight, a hung one holds at most its own lane's threads, and local work never
-//!   waits for a thread behind either.
+//!   waits for a thread behind either. Once none of its workers has had work for
+//!   [`crate::pool::LANE_IDLE_AFTER`] (1 s), a lane goes back to its first workers.
 //! * **Within a lane**, the pool's deficit round robin by bytes, admission (half of the
 //!   process-wide limits, so a hung mount cannot take every fd or byte) and parts: a
 //!   big file is read with up to a lane's threads in flight.
@@ -38,10 +39,9 @@ pub const DEFAULT_MAX_THREADS: usize = 64;
 
 static MAX_THREADS: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_THREADS);
 
-/// A lane's pool and the workers it has.
+/// A lane's pool.
 struct Lane {
     pool: &'static Pool,
-    threads: usize,
 }
 
 static LANES: Mutex<Option<HashMap<u64, Lane>>> = Mutex::new(None);
@@ -113,7 +113,7 @@ pub fn pool(lane: Option<u64>) -> &'static Pool {
             pool.set_admission_limits(Some((limits.max_open / 2).max(1)), Some((limits.max_bytes / 2).max(1)));
             pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
             // Lanes live as long as the process, and their threads are never joined.
-            Lane { pool: Box::leak(Box::new(pool)), threads: FIRST_THREADS }
+            Lane { pool: Box::leak(Box::new(pool)) }
         })
         .pool
 }
@@ -123,15 +123,14 @@ pub fn pool(lane: Option<u64>) -> &'static Pool {
 pub fn submit_many(lane: Option<u64>, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
     let pool = pool(lane);
     let tickets = pool.submit_many(jobs);
-    if let Some(mount) = lane {
+    if lane.is_some() {
         let queued = pool.stats().queued;
-        let mut lanes = lanes();
-        if let Some(lane) = lanes.as_mut().and_then(|l| l.get_mut(&mount)) {
-            let want = (lane.threads + queued).min(max_threads());
-            if queued > 0 && want > lane.threads {
-                lane.threads = want;
-                lane.pool.configure(Some(want), None);
-            }
+        // Under the lanes' lock, so that two submits do not both grow from one count.
+        let _lanes = lanes();
+        let threads = pool.target_threads();
+        let want = (threads + queued).min(max_threads());
+        if queued > 0 && want > threads {
+            pool.configure(Some(want), None);
         }
     }
     tickets
@@ -232,6 +231,35 @@ mod tests {
         fn cancel(self: Box<Self>) {
             let _ = self.1.send(());
         }
+    }
+
+    #[test]
+    fn a_lane_shrinks_back_to_its_first_workers_once_idle_and_grows_again() {
+        const MOUNT: u64 = u64::MAX - 8;
+        let run_blocked = |n: usize| {
+            let gate = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+            let (tx, rx) = std::sync::mpsc::channel();
+            let jobs: Vec<Box<dyn Job>> =
+                (0..n).map(|_| Box::new(Blocked(gate.clone(), tx.clone())) as Box<dyn Job>).collect();
+            submit_many(Some(MOUNT), jobs);
+            let grown = pool(Some(MOUNT)).target_threads();
+            *gate.0.lock().unwrap() = true;
+            gate.1.notify_all();
+            for _ in 0..n {
+                rx.recv().unwrap();
+            }
+            grown
+        };
+        let grown = run_blocked(20);
+        assert!(grown > FIRST_THREADS && grown <= FIRST_THREADS + 20, "20 queued: grown by those waiting ({grown})");
+        let lane = pool(Some(MOUNT));
+        let deadline = std::time::Instant::now() + crate::pool::LANE_IDLE_AFTER * 5;
+        while lane.target_threads() > FIRST_THREADS && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(lane.target_threads(), FIRST_THREADS, "idle for a second: back to its first workers");
+        let again = run_blocked(20);
+        assert!(again > FIRST_THREADS, "grows again from there ({again})");
     }
 
     #[test]

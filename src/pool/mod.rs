@@ -59,6 +59,8 @@ pub use crate::read::DEFAULT_CHUNK_SIZE;
 pub const DEFAULT_NICE: i32 = 5;
 /// How long the pool waits without work before it runs its idle hook.
 pub const IDLE_AFTER: Duration = Duration::from_secs(10);
+/// How long a lane's workers wait without work before the lane shrinks back.
+pub const LANE_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// A handle for cancelling a submitted job.
 #[derive(Clone, Debug)]
@@ -122,6 +124,8 @@ impl Pool {
                 queue: FairQueue::new(chunk_size),
                 target_threads: 0,
                 live_threads: 0,
+                idle_after: IDLE_AFTER,
+                shrink_idle_to: None,
                 busy: 0,
                 idle: 0,
                 large_busy: 0,
@@ -157,11 +161,22 @@ impl Pool {
         pool
     }
 
-    /// The pool of lane `lane` ([`crate::lanes`]): its tickets say so.
+    /// The pool of lane `lane` ([`crate::lanes`]): its tickets say so. It grows by
+    /// [`Pool::configure`] and goes back to `threads` workers once none has had work
+    /// for [`LANE_IDLE_AFTER`].
     pub fn for_lane(lane: u64, threads: usize, chunk_size: usize) -> Pool {
         let mut pool = Pool::new(threads, chunk_size);
         pool.lane = Some(lane);
+        let mut state = pool.lock();
+        state.idle_after = LANE_IDLE_AFTER;
+        state.shrink_idle_to = Some(threads.max(1));
+        drop(state);
         pool
+    }
+
+    /// The number of workers the pool has, or is about to have.
+    pub fn target_threads(&self) -> usize {
+        self.lock().target_threads
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -342,6 +357,10 @@ impl Pool {
         drop(state);
         self.shared.work_ready.notify_all();
         let mut handles = self.handles.lock().unwrap();
+        // Workers a lane shrank away have ended: their handles go (dropped, detached).
+        // Loom's handles cannot tell; its models never shrink a pool.
+        #[cfg(not(fairfs_loom))]
+        handles.retain(|h| !h.is_finished());
         for _ in 0..missing {
             let shared = self.shared.clone();
             let spawn = thread::Builder::new().name("fairfs-worker".into()).spawn(move || worker(shared));

@@ -58,6 +58,10 @@ pub(super) struct State {
     pub(super) target_threads: usize,
     /// Workers that have started and not yet exited.
     pub(super) live_threads: usize,
+    /// How long a worker waits without work before the pool counts it idle.
+    pub(super) idle_after: Duration,
+    /// A lane's pool: the workers it goes back to once idle ([`Pool::for_lane`]).
+    pub(super) shrink_idle_to: Option<usize>,
     /// Workers running a step or piece right now.
     pub(super) busy: usize,
     /// Workers waiting for work on `work_ready`. Wake-ups are only sent while some

@@ -13,7 +13,6 @@ use super::big_reads::look_around;
 use super::finish::{deliver, finish_cancelled};
 use super::state::{lock, Entry, Shared};
 use super::waits::requeue;
-use super::IDLE_AFTER;
 
 /// A worker's life: take the next request, run one chunk, put it back.
 pub(super) fn worker(shared: Arc<Shared>) {
@@ -39,11 +38,18 @@ pub(super) fn worker(shared: Arc<Shared>) {
         }
         let Some(flow) = state.take() else {
             state.idle += 1;
-            let timeout = state.retry_at.map_or(IDLE_AFTER, |at| at.saturating_duration_since(Instant::now()));
+            let timeout = state.retry_at.map_or(state.idle_after, |at| at.saturating_duration_since(Instant::now()));
             let (guard, wait) = shared.work_ready.wait_timeout(state, timeout).unwrap_or_else(|p| p.into_inner());
             state = guard;
             state.idle -= 1;
             let idle = wait.timed_out() && state.queue.is_empty() && state.retry_at.is_none();
+            // A lane grown for a burst goes back to its first workers once none is
+            // busy: the extra ones end at the top of their loop.
+            if let Some(floor) = state.shrink_idle_to.filter(|&f| idle && state.busy == 0 && state.target_threads > f) {
+                state.target_threads = floor;
+                state.update_large_limit();
+                shared.work_ready.notify_all();
+            }
             if let Some(hook) = state.hooks.idle.filter(|_| idle) {
                 drop(state);
                 hook();
