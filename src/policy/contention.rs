@@ -537,25 +537,34 @@ mod tests {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     #[test]
     fn a_busy_thread_of_this_process_shows_as_a_neighbour() {
-        let before = crate::policy::host_threads::cpu_snapshot().expect("Linux has /proc");
-        let started = std::time::Instant::now();
-        let (spun, exit) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
-        let spin = std::thread::spawn(move || {
-            let t = std::time::Instant::now();
-            let mut x = 0u64;
-            while t.elapsed() < Duration::from_millis(300) {
-                x = std::hint::black_box(x.wrapping_add(1));
+        // A thread of another test that ends inside the window takes its CPU time out of
+        // the sum (the test harness runs tests in parallel): three tries.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let before = crate::policy::host_threads::cpu_snapshot().expect("Linux has /proc");
+            let started = std::time::Instant::now();
+            let (spun, exit) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+            let spin = std::thread::spawn(move || {
+                let t = std::time::Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(300) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                spun.0.send(()).unwrap();
+                // A thread's own count goes when it exits: stay for the snapshot.
+                let _ = exit.1.recv();
+            });
+            spun.1.recv().unwrap();
+            let after = crate::policy::host_threads::cpu_snapshot().unwrap();
+            exit.0.send(()).unwrap();
+            spin.join().unwrap();
+            let d = Demand::between(&before, &after, started.elapsed());
+            // It spun for 0.3 s of a 0.3 s window (less if the machine was busy).
+            if d.neighbours > 0.3 {
+                return;
             }
-            spun.0.send(()).unwrap();
-            // A thread's own count goes when it exits: stay for the snapshot.
-            let _ = exit.1.recv();
-        });
-        spun.1.recv().unwrap();
-        let after = crate::policy::host_threads::cpu_snapshot().unwrap();
-        exit.0.send(()).unwrap();
-        spin.join().unwrap();
-        let d = Demand::between(&before, &after, started.elapsed());
-        // It spun for 0.3 s of a 0.3 s window (less if the machine was busy).
-        assert!(d.neighbours > 0.3, "{d:?}");
+            seen.push(d);
+        }
+        panic!("the spinning thread never showed as a neighbour: {seen:?}");
     }
 }
