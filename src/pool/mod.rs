@@ -61,6 +61,10 @@ pub const DEFAULT_NICE: i32 = 5;
 pub const IDLE_AFTER: Duration = Duration::from_secs(10);
 /// How long a lane's workers wait without work before the lane shrinks back.
 pub const LANE_IDLE_AFTER: Duration = Duration::from_secs(1);
+/// Nice value of a lane's workers: the process's own. They spend their time waiting on
+/// a server and copy little; below the process, each reply's wake-up would wait for
+/// the busy threads around it (the daemon's or the server's replies come one by one).
+pub const LANE_NICE: i32 = 0;
 
 /// A handle for cancelling a submitted job.
 #[derive(Clone, Debug)]
@@ -119,6 +123,13 @@ impl Pool {
 
     /// A pool that tells the rest of the process what `hooks` ask for.
     pub fn with_hooks(threads: usize, chunk_size: usize, hooks: Hooks) -> Pool {
+        let pool = Pool::unstarted(chunk_size, hooks);
+        pool.configure(Some(threads), None);
+        pool
+    }
+
+    /// A pool with no workers yet: [`Pool::configure`] starts them.
+    fn unstarted(chunk_size: usize, hooks: Hooks) -> Pool {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: FairQueue::new(chunk_size),
@@ -156,21 +167,23 @@ impl Pool {
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
         });
-        let pool = Pool { shared, lane: None, handles: Mutex::new(Vec::new()) };
-        pool.configure(Some(threads), None);
-        pool
+        Pool { shared, lane: None, handles: Mutex::new(Vec::new()) }
     }
 
     /// The pool of lane `lane` ([`crate::lanes`]): its tickets say so. It grows by
     /// [`Pool::configure`] and goes back to `threads` workers once none has had work
     /// for [`LANE_IDLE_AFTER`].
+    /// Its workers run at [`LANE_NICE`], set before they start (a thread may lower its
+    /// priority but not raise it back).
     pub fn for_lane(lane: u64, threads: usize, chunk_size: usize) -> Pool {
-        let mut pool = Pool::new(threads, chunk_size);
+        let mut pool = Pool::unstarted(chunk_size, Hooks::default());
         pool.lane = Some(lane);
         let mut state = pool.lock();
         state.idle_after = LANE_IDLE_AFTER;
         state.shrink_idle_to = Some(threads.max(1));
+        state.nice = LANE_NICE;
         drop(state);
+        pool.configure(Some(threads), None);
         pool
     }
 
