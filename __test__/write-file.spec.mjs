@@ -11,13 +11,13 @@
 // (bytes and mode) and the fds still open on it must be the same.
 import test from 'ava'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import { execFile, spawnSync } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { fairfs, isNative, nativeOnly, tmpPath, describeError, fdsOpenOn, posixOnly, windows, emulated, noByteNames } from './helpers.mjs'
+import { scratch, mountTmpfs, tmpfsUnavailable, prlimitUnavailable, nobodyUnavailable, NOBODY, pattern } from './fixtures/storage-errors.mjs'
 
 /** node:fs's own functions, taken before any install() in this file. */
 const nodeFs = {
@@ -834,78 +834,21 @@ function skipping(testFn, reason) {
   return skip
 }
 
-// Mount points and the directories another user writes in: outside the test's temp dir,
-// which is root's alone (0700).
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-write-'))
-fs.chmodSync(scratch, 0o755)
-const mounts = new Set()
-process.on('exit', () => {
-  for (const dir of mounts) spawnSync('umount', ['-l', dir], { stdio: 'ignore', timeout: 5000 })
-  try {
-    fs.rmSync(scratch, { recursive: true, force: true })
-  } catch {}
-})
-
-/** Mounts a tmpfs with `options` on a fresh directory, unmounted when the test ends. */
-function mountTmpfs(t, options) {
-  const dir = fs.mkdtempSync(path.join(scratch, 'mnt-'))
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir], { encoding: 'utf8', timeout: 10_000 })
-  if (r.status !== 0) throw new Error(`mount -t tmpfs -o ${options} failed: ${r.error?.message ?? r.stderr}`)
-  mounts.add(dir)
-  t.teardown(() => {
-    // A busy mount (an fd left open on it) fails a plain umount.
-    const done = spawnSync('umount', [dir], { encoding: 'utf8', timeout: 10_000 })
-    if (done.status !== 0) spawnSync('umount', ['-l', dir], { stdio: 'ignore', timeout: 10_000 })
-    mounts.delete(dir)
-  })
-  return dir
-}
-
 function remountReadOnly(dir) {
   const r = spawnSync('mount', ['-o', 'remount,ro', dir], { encoding: 'utf8', timeout: 10_000 })
   if (r.status !== 0) throw new Error(`mount -o remount,ro failed: ${r.error?.message ?? r.stderr}`)
 }
 
-const tmpfsReason = (() => {
-  if (process.platform !== 'linux') return 'tmpfs mounts: Linux only'
-  if (process.getuid() !== 0) return 'mounting a tmpfs needs root'
-  const probe = fs.mkdtempSync(path.join(scratch, 'probe-'))
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', probe], { encoding: 'utf8', timeout: 10_000 })
-  if (r.error || r.status !== 0) return `cannot mount a tmpfs: ${(r.error?.message ?? r.stderr).trim()}`
-  spawnSync('umount', [probe], { stdio: 'ignore', timeout: 10_000 })
-  return null
-})()
+const tmpfsReason = tmpfsUnavailable()
 const tmpfsTest = tmpfsReason ? skipping(test, tmpfsReason) : test
 
 const fixture = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'write-child.mjs')
-const indexJs = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'index.js')
 
-const prlimitReason = (() => {
-  if (process.platform !== 'linux') return 'prlimit: Linux only'
-  const r = spawnSync('prlimit', ['--fsize=65536', process.execPath, '-e', ''], { encoding: 'utf8', timeout: 30_000 })
-  if (r.error) return `no prlimit (util-linux): ${r.error.message}`
-  if (r.status !== 0) return `prlimit --fsize fails here: ${r.stderr.trim()}`
-  return null
-})()
+const prlimitReason = prlimitUnavailable()
 const prlimitTest = prlimitReason ? skipping(test, prlimitReason) : test
 
-const NOBODY = 65534
-const nobodyReason = (() => {
-  if (windows) return 'no uids'
-  if (process.getuid() !== 0) return 'running a child as another user needs root'
-  const check = `require(${JSON.stringify(indexJs)}); require('fs').readdirSync(${JSON.stringify(scratch)})`
-  const r = spawnSync(process.execPath, ['-e', check], { uid: NOBODY, gid: NOBODY, encoding: 'utf8', timeout: 30_000 })
-  if (r.error || r.status !== 0) return `uid ${NOBODY} cannot load fairfs or reach ${os.tmpdir()}: ${(r.error?.message ?? r.stderr).trim().split('\n')[0]}`
-  return null
-})()
+const nobodyReason = windows ? 'no uids' : nobodyUnavailable()
 const nobodyTest = nobodyReason ? skipping(test, nobodyReason) : test
-
-/** `size` bytes of fixtures/write-child.mjs's pattern. */
-function pattern(size) {
-  const data = Buffer.allocUnsafe(size)
-  for (let i = 0; i < size; i++) data[i] = (i * 7 + (i >> 12)) % 251
-  return data
-}
 
 /** Runs fixtures/write-child.mjs (`command` before it, `options` for the spawn): the outcome it prints. */
 function childOutcome(command, options, request) {
