@@ -133,7 +133,7 @@ fuseTest('process.exit() returns while reads, writes and mutations wait on a hun
   t.is(out, 'ready\nexiting\n')
 })
 
-fuseTest('a big file on a slow FUSE mount is read with several chunks in flight', async (t) => {
+fuseTest('a lone big file on a slow FUSE mount is read with more chunks in flight than a lane starts with: the lane grows by its parts', async (t) => {
   const source = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-'))
   const data = crypto.randomBytes(8 * 1024 * 1024)
   fs.writeFileSync(path.join(source, 'big'), data)
@@ -144,8 +144,14 @@ fuseTest('a big file on a slow FUSE mount is read with several chunks in flight'
   fuse.setDelays({ read: 20 })
   const read = await fairfs.promises.readFile(file)
   t.true(read.equals(data))
+  // 8 MiB in 512 KiB chunks, 16 parts. Without growing by parts the lane had 5 workers
+  // (its first 4 and one for the request) and the daemon 5 reads at once; with it, 15.
   const peak = fuse.peaks().read
-  t.true(peak >= 2, `the daemon answered ${peak} reads of one file at once`)
+  t.true(peak >= 10, `the daemon answered ${peak} reads of one file at once (a lane starts with 4 workers)`)
+  const lane = fairfs.stats().lanes.find((l) => l.mountPoint === fuse.mountpoint)
+  t.truthy(lane, 'the mount has a lane')
+  // At most a worker per part, and one more for a part that found the others busy.
+  t.true(lane.threads >= 10 && lane.threads <= 17, `the lane has ${lane.threads} workers`)
 })
 
 fuseTest('files on a local disk get no lane', async (t) => {

@@ -16,7 +16,9 @@
 //!   [`crate::pool::LANE_IDLE_AFTER`] (1 s), a lane goes back to its first workers.
 //! * **Within a lane**, the pool's deficit round robin by bytes, admission (half of the
 //!   process-wide limits, so a hung mount cannot take every fd or byte) and parts: a
-//!   big file is read with up to a lane's threads in flight.
+//!   big file is read with up to a lane's threads in flight: while its next part finds
+//!   no free worker, the lane starts one more, so a lone 8 MiB read from a slow mount
+//!   has a part in flight per chunk, as a burst of requests has a request per worker.
 //! * Lanes live as long as the process; their threads are never joined, so a thread
 //!   stuck on a hung mount does not hold up `process.exit()`.
 //! * An fd's ordered requests ([`crate::jobs::write`]) stay in the lane of their fd's
@@ -60,6 +62,10 @@ pub fn max_threads() -> usize {
 /// Sets the most workers a lane grows to (1..=1024); lanes already bigger keep theirs.
 pub fn set_max_threads(n: usize) {
     MAX_THREADS.store(n.clamp(1, 1024), Ordering::Relaxed);
+    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
+    for pool in pools {
+        pool.set_grow_for_parts_to(max_threads());
+    }
 }
 
 /// The lane of the remote mount `path` is on; `None`: the process-wide pool.
@@ -112,6 +118,8 @@ pub fn pool(lane: Option<u64>) -> &'static Pool {
             let limits = global().admission_limits();
             pool.set_admission_limits(Some((limits.max_open / 2).max(1)), Some((limits.max_bytes / 2).max(1)));
             pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
+            // A lone big read grows the lane by its parts, as a burst grows it by requests.
+            pool.set_grow_for_parts_to(max_threads());
             // Lanes live as long as the process, and their threads are never joined.
             Lane { pool: Box::leak(Box::new(pool)) }
         })

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::job::{Piece, Step, Wait, Waits};
+use crate::loom::thread;
 
 /// Counts how a job ended: bit 0 = completed, bit 1 = cancelled.
 struct Probe {
@@ -171,6 +172,30 @@ fn loom_parts_of_one_job_on_two_workers_with_cancel() {
         drop(pool);
         assert!(matches!(ended.load(Ordering::SeqCst), 1 | 2));
     });
+}
+
+/// A lane of one worker that may start a second for a big read's parts: the second
+/// starts, the job completes with every byte; dropped while it may be growing, the
+/// job ends exactly once and every worker, the started one too, is joined.
+#[test]
+fn loom_lane_grows_for_parts() {
+    for wait in [true, false] {
+        loom::model(move || {
+            let pool = Pool::for_lane(1, 1, 1);
+            pool.set_grow_for_parts_to(2);
+            let ended = Arc::new(AtomicUsize::new(0));
+            pool.submit(PartsProbe::new(&ended));
+            if wait {
+                while ended.load(Ordering::SeqCst) == 0 {
+                    thread::yield_now();
+                }
+                assert_eq!(pool.target_threads(), 2, "no free worker for the next part: one more");
+            }
+            drop(pool);
+            let e = ended.load(Ordering::SeqCst);
+            assert!(e == 1 || (!wait && e == 2), "ended {e}");
+        });
+    }
 }
 
 /// A job under admission: it holds an open-file slot and asks for one byte after

@@ -36,7 +36,6 @@ use crate::job::Job;
 use crate::lent::Lent;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
-use crate::loom::thread;
 use crate::policy::admission::{Admission, Limits};
 use crate::policy::contention::{BusyClock, Governor};
 use crate::scheduler::FairQueue;
@@ -46,7 +45,7 @@ use state::{lock, Entry, Shared, State};
 pub use stats::Stats;
 use waits::lend_to;
 pub use waits::{EMFILE_GIVE_UP_AFTER, EMFILE_RETRY_EVERY};
-use worker::worker;
+use worker::start_workers;
 
 /// Default number of worker threads, the same as libuv's pool.
 pub const DEFAULT_THREADS: usize = 4;
@@ -112,8 +111,6 @@ pub struct Pool {
     shared: Arc<Shared>,
     /// The lane this pool serves ([`crate::lanes`]), written into its tickets.
     lane: Option<u64>,
-    /// Handles of every worker ever started, joined on drop.
-    handles: Mutex<Vec<thread::JoinHandle<()>>>,
 }
 
 impl Pool {
@@ -137,6 +134,7 @@ impl Pool {
                 live_threads: 0,
                 idle_after: IDLE_AFTER,
                 shrink_idle_to: None,
+                grow_for_parts_to: 0,
                 busy: 0,
                 idle: 0,
                 large_busy: 0,
@@ -166,8 +164,9 @@ impl Pool {
             chunks_written: AtomicU64::new(0),
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
+            handles: Mutex::new(Vec::new()),
         });
-        Pool { shared, lane: None, handles: Mutex::new(Vec::new()) }
+        Pool { shared, lane: None }
     }
 
     /// The pool of lane `lane` ([`crate::lanes`]): its tickets say so. It grows by
@@ -369,20 +368,13 @@ impl Pool {
         state.live_threads += missing;
         drop(state);
         self.shared.work_ready.notify_all();
-        let mut handles = self.handles.lock().unwrap();
-        // Workers a lane shrank away have ended: their handles go (dropped, detached).
-        // Loom's handles cannot tell; its models never shrink a pool.
-        #[cfg(not(fairfs_loom))]
-        handles.retain(|h| !h.is_finished());
-        for _ in 0..missing {
-            let shared = self.shared.clone();
-            let spawn = thread::Builder::new().name("fairfs-worker".into()).spawn(move || worker(shared));
-            match spawn {
-                Ok(h) => handles.push(h),
-                // Could not start a thread: run with the ones we have.
-                Err(_) => lock(&self.shared).live_threads -= 1,
-            }
-        }
+        start_workers(&self.shared, missing);
+    }
+
+    /// Lets a lane's pool grow by itself, one worker at a time up to `threads`, while
+    /// a big read's next part finds no free worker (0: never).
+    pub fn set_grow_for_parts_to(&self, threads: usize) {
+        self.lock().grow_for_parts_to = threads;
     }
 
     /// Sets how many big files may be read at once (within the pool's size), or goes
@@ -419,8 +411,16 @@ impl Drop for Pool {
             self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
             entry.job.cancel();
         }
-        for h in self.handles.lock().unwrap().drain(..) {
-            let _ = h.join();
+        // A lane's worker may have started another just before the shutdown: it adds
+        // the handle before it ends, so joining it first brings the new one to light.
+        loop {
+            let handles = std::mem::take(&mut *self.shared.handles.lock().unwrap());
+            if handles.is_empty() {
+                break;
+            }
+            for h in handles {
+                let _ = h.join();
+            }
         }
     }
 }

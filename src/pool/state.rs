@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::job::Job;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::loom::thread::JoinHandle;
 use crate::policy::admission::Admission;
 use crate::policy::contention::{BusyClock, Governor};
 use crate::scheduler::{FairQueue, Flow};
@@ -62,6 +63,10 @@ pub(super) struct State {
     pub(super) idle_after: Duration,
     /// A lane's pool: the workers it goes back to once idle ([`Pool::for_lane`]).
     pub(super) shrink_idle_to: Option<usize>,
+    /// A lane's pool: how many workers it may grow to by itself, one at a time, when
+    /// a big read's next part finds no free worker (0: never). A lone big read from a
+    /// slow mount then has as many parts in flight as it has chunks, up to this.
+    pub(super) grow_for_parts_to: usize,
     /// Workers running a step or piece right now.
     pub(super) busy: usize,
     /// Workers waiting for work on `work_ready`. Wake-ups are only sent while some
@@ -189,6 +194,10 @@ pub(super) struct Shared {
     /// The chunk size new requests use (the queue's DRR quantum follows it). Outside
     /// the lock: the JS thread reads it for each request.
     pub(super) chunk_size: AtomicUsize,
+    /// Handles of every worker started and not yet seen finished, joined on drop.
+    /// Here rather than in the pool's handle: a lane's worker starts another for a
+    /// big read's parts.
+    pub(super) handles: Mutex<Vec<JoinHandle<()>>>,
 }
 
 pub(super) fn lock(shared: &Shared) -> MutexGuard<'_, State> {

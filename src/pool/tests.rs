@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::job::{Piece, Step, Wait, Waits};
+use crate::loom::thread;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -199,10 +200,11 @@ fn cancelling_a_running_job_stops_it_after_the_chunk() {
 }
 
 /// A job of `pieces` units of work, handed out to other workers by `split` or
-/// run by `step` like the parts of a file. Each unit waits (up to 5 s) for another
-/// to be running, and records how many ran at once.
+/// run by `step` like the parts of a file. Each unit waits (up to 2 s) for `together`
+/// units to have run at once, and records how many did.
 struct SplitJob {
     pieces: usize,
+    together: usize,
     running: Arc<AtomicUsize>,
     most: Arc<AtomicUsize>,
     /// Pieces handed out and not yet dropped; the job ends only after they are.
@@ -211,11 +213,11 @@ struct SplitJob {
 }
 
 /// One unit of a `SplitJob`'s work.
-fn unit(running: &AtomicUsize, most: &AtomicUsize) -> usize {
+fn unit(running: &AtomicUsize, most: &AtomicUsize, together: usize) -> usize {
     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
     most.fetch_max(now, Ordering::SeqCst);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while most.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while most.load(Ordering::SeqCst) < together && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
     running.fetch_sub(1, Ordering::SeqCst);
@@ -247,15 +249,15 @@ impl Job for SplitJob {
         self.pieces -= 1;
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         let held = InFlight(self.in_flight.clone());
-        let (running, most) = (self.running.clone(), self.most.clone());
+        let (running, most, together) = (self.running.clone(), self.most.clone(), self.together);
         Some(Piece::new(10, move || {
             let _ = &held;
-            unit(&running, &most)
+            unit(&running, &most, together)
         }))
     }
     fn step(&mut self) -> Step {
         self.pieces -= 1;
-        Step { bytes: unit(&self.running, &self.most), done: self.pieces == 0 }
+        Step { bytes: unit(&self.running, &self.most, self.together), done: self.pieces == 0 }
     }
     fn complete(self: Box<Self>) {
         let log = self.log.clone();
@@ -274,12 +276,51 @@ fn pieces_of_one_job_run_on_several_workers_at_once() {
     let pool = Pool::new(2, 10);
     let (tx, rx) = mpsc::channel();
     let most = Arc::new(AtomicUsize::new(0));
-    let job = SplitJob { pieces: 5, running: Arc::default(), most: most.clone(), in_flight: Arc::default(), log: tx };
+    let job = SplitJob {
+        pieces: 5,
+        together: 2,
+        running: Arc::default(),
+        most: most.clone(),
+        in_flight: Arc::default(),
+        log: tx,
+    };
     pool.submit(Box::new(job));
     assert_eq!(recv(&rx), ("split", "complete"));
     assert_eq!(most.load(Ordering::SeqCst), 2, "pieces ran one at a time");
     let stats = pool.stats();
     assert_eq!((stats.completed, stats.chunks_read, stats.bytes_read), (1, 5, 50));
+}
+
+#[test]
+fn a_lane_grows_by_the_parts_of_a_lone_big_read_up_to_its_limit() {
+    // Units that wait for 12 at once, as parts wait on a slow server: a lane of 2
+    // that may grow to 6 by itself runs 6 (and the pool never grows without a limit).
+    for (grow_to, expected) in [(6, 6), (0, 2)] {
+        let pool = Pool::for_lane(1, 2, 10);
+        pool.set_grow_for_parts_to(grow_to);
+        let (tx, rx) = mpsc::channel();
+        let most = Arc::new(AtomicUsize::new(0));
+        let job = SplitJob {
+            pieces: 12,
+            together: 12,
+            running: Arc::default(),
+            most: most.clone(),
+            in_flight: Arc::default(),
+            log: tx,
+        };
+        let started = Instant::now();
+        pool.submit(Box::new(job));
+        let deadline = started + Duration::from_secs(3);
+        while most.load(Ordering::SeqCst) < expected && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(most.load(Ordering::SeqCst), expected, "parts in flight with grow_for_parts_to {grow_to}");
+        assert_eq!(pool.target_threads(), expected);
+        // The units give up waiting after 2 s; the job then ends whole.
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), ("split", "complete"));
+        assert_eq!(most.load(Ordering::SeqCst), expected);
+        assert_eq!(pool.stats().chunks_read, 12);
+    }
 }
 
 /// A `FakeJob` that counts as a big file.

@@ -7,6 +7,7 @@ use std::time::Instant;
 use crate::job::{Data, Piece};
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::sync::Arc;
+use crate::loom::thread;
 use crate::scheduler::{Flow, Turn};
 
 use super::big_reads::look_around;
@@ -14,8 +15,28 @@ use super::finish::{deliver, finish_cancelled};
 use super::state::{lock, Entry, Shared};
 use super::waits::requeue;
 
+/// Starts `n` workers whose places `live_threads` already counts; a thread that cannot
+/// start gives its place back (the pool runs with the ones it has).
+pub(super) fn start_workers(shared: &Arc<Shared>, n: usize) {
+    if n == 0 {
+        return;
+    }
+    let mut handles = shared.handles.lock().unwrap();
+    // Workers a lane shrank away have ended: their handles go (dropped, detached).
+    // Loom's handles cannot tell; its models never shrink a pool.
+    #[cfg(not(fairfs_loom))]
+    handles.retain(|h| !h.is_finished());
+    for _ in 0..n {
+        let for_worker = shared.clone();
+        match thread::Builder::new().name("fairfs-worker".into()).spawn(move || worker(for_worker)) {
+            Ok(h) => handles.push(h),
+            Err(_) => lock(shared).live_threads -= 1,
+        }
+    }
+}
+
 /// A worker's life: take the next request, run one chunk, put it back.
-pub(super) fn worker(shared: Arc<Shared>) {
+fn worker(shared: Arc<Shared>) {
     let mut state = lock(&shared);
     let mut nice = 0;
     loop {
@@ -71,8 +92,9 @@ pub(super) fn worker(shared: Arc<Shared>) {
         // Split a request only for workers that would otherwise have nothing to do:
         // with other requests waiting, each worker serving its own is as fast, and no
         // request waits at its end for a piece another (preempted) worker is slow to
-        // finish.
-        let may_split = state.queue.is_empty() && state.busy < state.target_threads;
+        // finish. A lane that may grow for parts splits for the worker it will start.
+        let may_split = state.queue.is_empty()
+            && (state.busy < state.target_threads || state.target_threads < state.grow_for_parts_to);
         drop(state);
         let after = run_one_step(&shared, flow, may_split);
         state = lock(&shared);
@@ -121,7 +143,7 @@ pub(super) enum After {
 
 /// Runs one step (or, if `may_split`, a piece) of a checked-out request outside the
 /// lock.
-pub(super) fn run_one_step(shared: &Shared, mut flow: Flow<Entry>, may_split: bool) -> After {
+pub(super) fn run_one_step(shared: &Arc<Shared>, mut flow: Flow<Entry>, may_split: bool) -> After {
     if flow.item.cancelled.load(Ordering::Acquire) {
         shared.active.fetch_sub(1, Ordering::Relaxed);
         let (entry, turn) = flow.into_parts();
@@ -172,7 +194,10 @@ pub(super) fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
 
 /// Puts the job back in the queue, charged the piece's bytes, so that the next
 /// worker can take the next piece, then runs the piece.
-pub(super) fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) -> After {
+/// A lane's pool with no free worker for the next piece starts one more, up to
+/// `grow_for_parts_to`: a lone big read from a slow mount keeps a piece in flight per
+/// chunk instead of per first worker.
+pub(super) fn run_piece(shared: &Arc<Shared>, flow: Flow<Entry>, mut piece: Piece) -> After {
     let mut state = lock(shared);
     if flow.item.cancelled.load(Ordering::Acquire) || state.shutdown {
         drop(state);
@@ -186,9 +211,17 @@ pub(super) fn run_piece(shared: &Shared, flow: Flow<Entry>, mut piece: Piece) ->
     state.queue.put_back(flow, piece.bytes);
     state.split_waiting = true;
     let wake = state.idle > 0;
+    let grow = !wake && state.target_threads < state.grow_for_parts_to;
+    if grow {
+        state.target_threads += 1;
+        state.live_threads += 1;
+        state.update_large_limit();
+    }
     drop(state);
     if wake {
         shared.work_ready.notify_one();
+    } else if grow {
+        start_workers(shared, 1);
     }
     // A panicking piece counts as unread: dropping it unfinished fails its job.
     let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
