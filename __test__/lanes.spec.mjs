@@ -154,6 +154,33 @@ fuseTest('a lone big file on a slow FUSE mount is read with more chunks in fligh
   t.true(lane.threads >= 10 && lane.threads <= 17, `the lane has ${lane.threads} workers`)
 })
 
+fuseTest('realpath of a deep path on a mount that keeps no names walks it once: node:fs\'s realpath(3) walks every prefix again', async (t) => {
+  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-'))
+  const deep = path.join('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h')
+  fs.mkdirSync(path.join(source, deep), { recursive: true })
+  fs.writeFileSync(path.join(source, deep, 'file'), 'x')
+  fs.symlinkSync(path.join('b', 'c'), path.join(source, 'a', 'link'))
+  // Names and attributes not kept: every component of every walk is a lookup (a getattr).
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, count: true, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const real = fs.realpathSync(fuse.mountpoint)
+  const lookups = async (realpath, rel) => {
+    const before = fuse.counts().getattr ?? 0
+    const result = await realpath(path.join(fuse.mountpoint, rel))
+    return { result, lookups: (fuse.counts().getattr ?? 0) - before }
+  }
+  for (const rel of [path.join(deep, 'file'), path.join('a', 'link', 'd', 'e', 'f', 'g', 'h', 'file')]) {
+    const node = await lookups(fs.promises.realpath, rel)
+    const ours = await lookups(fairfs.promises.realpath, rel)
+    t.is(ours.result, node.result)
+    t.is(ours.result, path.join(real, deep, 'file'))
+    t.true(ours.lookups < node.lookups / 2, `${rel}: fairfs ${ours.lookups} lookups, node:fs ${node.lookups}`)
+  }
+  const missing = path.join(fuse.mountpoint, deep, 'none')
+  const [nodeError, ourError] = await Promise.all([fs.promises.realpath(missing), fairfs.promises.realpath(missing)].map((p) => p.catch((e) => e)))
+  t.deepEqual({ ...ourError, message: ourError.message }, { ...nodeError, message: nodeError.message })
+})
+
 fuseTest('files on a local disk get no lane', async (t) => {
   const { path: p } = makeFile(1024)
   const before = fairfs.stats().lanes.length
