@@ -4,6 +4,8 @@ import test from 'ava'
 import fs from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { skipping } from './fixtures/slowfs.mjs'
 import { fairfs, nativeOnly, emulated, portable, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
 const cases = () => {
@@ -78,6 +80,36 @@ test.serial('a loop of cached reads does not starve timers and I/O', async (t) =
   clearTimeout(timer)
   t.true(timerFired, `the timer never fired during ${reads} reads`)
   t.true(reads > 0)
+})
+
+const withFastPath = fastPathWorks() ? nativeOnly(test.serial) : skipping(test.serial, 'no fast path here: it needs Linux 5.12+, not emulated, not portable')
+
+withFastPath('a busy CPU does not turn the fast path off: a call preempted midway waited for no storage', async (t) => {
+  const { path, data } = makeFile(1000)
+  fs.readFileSync(path)
+  // The mount earns the fast path's trust first (its first opens go to the pool).
+  for (let i = 0; i < 8; i++) await fairfs.promises.readFile(path)
+  // Twice as many spinning threads as cores: this thread is preempted, for a
+  // timeslice of milliseconds, in the middle of some of its calls.
+  const spinners = Array.from({ length: 2 * os.availableParallelism() }, () =>
+    new Worker('const end = Date.now() + 1500; while (Date.now() < end);', { eval: true }))
+  const before = fairfs.stats()
+  let reads = 0
+  let wrong = 0
+  const end = Date.now() + 1500
+  while (Date.now() < end) {
+    const read = await new Promise((resolve, reject) => fairfs.readFile(path, (e, b) => (e ? reject(e) : resolve(b))))
+    if (!read.equals(data)) wrong++
+    reads++
+  }
+  await Promise.all(spinners.map((w) => new Promise((resolve) => w.on('exit', resolve))))
+  const after = fairfs.stats()
+  const slow = after.fastPathSlowCalls - before.fastPathSlowCalls
+  const hits = after.fastPathHits - before.fastPathHits
+  // Counted slow, a preempted call turned the fast path off for a second or more:
+  // most of the reads went to the pool (checked on the build before).
+  t.is(wrong, 0)
+  t.true(hits >= reads * 0.99, `${hits} of ${reads} reads on the fast path, ${slow} calls counted slow`)
 })
 
 /** A stream's bytes and the names of its events, in order. */

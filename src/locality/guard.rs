@@ -6,8 +6,14 @@
 //! mount quick for [`FORGET_AFTER`] since its last slow call is forgotten. A slow
 //! system so costs one slow call per pause, at most one a minute once it has shown it
 //! stays slow (a scanner whose verdicts are quick only for files it has seen), not one
-//! per request, and a one-off (the JS thread preempted in the middle of a call) costs
-//! one second of pool trips.
+//! per request.
+//!
+//! Only a call that waited counts: one during which the thread gave up the CPU
+//! ([`crate::sys::voluntary_switches`]). A call that took long because the thread was
+//! preempted (two cores and four workers copying big files) says nothing about the
+//! mount, and counting it turned the fast paths off for longer and longer on a busy
+//! machine: ten looping 256 MiB reads left more than half of the small reads beside
+//! them to the pool.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -44,11 +50,17 @@ pub fn allows(mount: u64) -> bool {
     paused.as_ref().and_then(|p| p.get(&mount)).map_or(true, |p| p.until <= Instant::now())
 }
 
-/// Runs `calls` (calling-thread calls on a file of `mount`) and notes how long they took.
+/// Runs `calls` (calling-thread calls on a file of `mount`) and notes how long they took,
+/// if they waited (a thread that cannot tell is taken to have waited).
 pub fn timed<T>(mount: u64, calls: impl FnOnce() -> T) -> T {
+    let switches = crate::sys::voluntary_switches();
     let start = Instant::now();
     let result = calls();
-    note(mount, start.elapsed(), Instant::now());
+    let mut took = start.elapsed();
+    if took > SLOW && switches.is_some() && crate::sys::voluntary_switches() == switches {
+        took = SLOW; // preempted, not waiting: quick as far as the mount is concerned
+    }
+    note(mount, took, Instant::now());
     result
 }
 
@@ -104,5 +116,20 @@ mod tests {
         note(m, Duration::from_micros(50), now + FORGET_AFTER);
         assert!(PAUSED.lock().unwrap().as_ref().unwrap().get(&m).is_none());
         assert!(allows(m));
+    }
+
+    #[test]
+    fn only_a_call_that_waited_counts() {
+        let (busy, asleep) = (u64::MAX - 9, u64::MAX - 10);
+        let long = SLOW * 5;
+        timed(busy, || {
+            let start = Instant::now();
+            while start.elapsed() < long {
+                std::hint::spin_loop();
+            }
+        });
+        assert!(allows(busy), "a call long on the CPU (or preempted) says nothing of its mount");
+        timed(asleep, || std::thread::sleep(long));
+        assert!(!allows(asleep), "a call that waited pauses its mount");
     }
 }
