@@ -18,8 +18,12 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const HASHES = 4
 const CONNECTIONS = 4
 const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
-/** multer's own file names (crypto.randomBytes on libuv's pool), and names that need no pool ("uuid"). */
-const SIDES = [...LIBS, ...LIBS.map((lib) => `${lib} uuid`), 'node:fs idle', 'fairfs idle']
+/**
+ * multer's own file names (crypto.randomBytes on libuv's pool), and names that need no
+ * pool ("uuid"); "no-fs memory": multer's memory storage, no file system at all, the
+ * most any file system could give this endpoint beside the hashes.
+ */
+const SIDES = [...LIBS, ...LIBS.map((lib) => `${lib} uuid`), 'no-fs memory', 'node:fs idle', 'fairfs idle']
 
 function startServer(side, dir) {
   const [lib, ...variants] = side.split(' ')
@@ -28,6 +32,7 @@ function startServer(side, dir) {
   const env = { ...process.env, FAIRFS_BENCH_HASHES: variants.includes('idle') ? '0' : String(HASHES) }
   if (variants.includes('UV64')) env.UV_THREADPOOL_SIZE = '64'
   if (variants.includes('uuid')) env.FAIRFS_BENCH_NAMES = 'uuid'
+  if (variants.includes('memory')) env.FAIRFS_BENCH_STORAGE = 'memory'
   return launchServer('upload', dir, { execArgv, env })
 }
 
@@ -56,6 +61,7 @@ export async function run({ quick, progress }) {
         const seconds = Number(process.hrtime.bigint() - t0) / 1e9
         const hashesPerSec = ((await hashesDone(child)) - before) / seconds
         if (result.errors > 0) throw new Error(`${side}: ${result.errors} uploads failed`)
+        if (side.endsWith('memory')) return { ...result, hashesPerSec, files: 0 }
         // Every answered upload is on disk whole; requests the load generator cut off
         // when its time was up may have left a part (at most one per connection).
         const sizes = fs.readdirSync(dir).map((f) => fs.statSync(path.join(dir, f)).size)
@@ -80,12 +86,14 @@ export async function run({ quick, progress }) {
     { label: 'uploads/s beside 4 pbkdf2: fairfs ÷ node:fs UV_THREADPOOL_SIZE=64', value: med('fairfs', 'requests') / med('node:fs UV64', 'requests') },
     { label: 'the same, uuid names: fairfs ÷ node:fs', value: med('fairfs uuid', 'requests') / med('node:fs uuid', 'requests') },
     { label: 'the same, uuid names: fairfs ÷ node:fs UV_THREADPOOL_SIZE=64', value: med('fairfs uuid', 'requests') / med('node:fs UV64 uuid', 'requests') },
+    { label: 'no file system at all (multer memory storage) beside 4 pbkdf2 ÷ node:fs: the most any fs could reach', value: med('no-fs memory', 'requests') / med('node:fs', 'requests') },
     { label: 'uploads/s idle: fairfs ÷ node:fs', value: med('fairfs idle', 'requests') / med('node:fs idle', 'requests') },
     { label: 'pbkdf2 hashes/s beside the uploads: fairfs ÷ node:fs', value: med('fairfs', 'hashesPerSec') / med('node:fs', 'hashesPerSec') },
   ]
   return {
     notes: [
       `Server: express 5 + multer 2 disk storage (benches/js/server/upload-server.mjs), one process per measurement, keeping ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle"). Every upload is checked to be on disk whole.`,
+      '"no-fs memory" keeps each upload in memory (multer.memoryStorage()): no file system call at all, so its rate beside the hashes bounds what any file system can give this endpoint in this process on this machine.',
       'multer names each file with crypto.randomBytes(16, callback), one trip through libuv\'s pool per upload that fairfs does not take; "uuid" sides name it with crypto.randomUUID() (no pool) instead, to show the file system\'s part alone.',
       `Load: autocannon posting a 64 KiB file as multipart/form-data over ${CONNECTIONS} keep-alive connections for ${durationMs} ms, in a process of its own. ${rounds} interleaved rounds; medians.`,
     ],

@@ -13,7 +13,10 @@ const dest = path.resolve(process.argv[2] ?? '.')
 // multer names a file with crypto.randomBytes(16, callback), a trip through libuv's
 // pool; FAIRFS_BENCH_NAMES=uuid names it with crypto.randomUUID() instead, which does not.
 const filename = process.env.FAIRFS_BENCH_NAMES === 'uuid' ? (req, file, cb) => cb(null, crypto.randomUUID()) : undefined
-const upload = multer({ storage: multer.diskStorage({ destination: dest, filename }) })
+// FAIRFS_BENCH_STORAGE=memory keeps uploads in memory: no file system at all, the
+// endpoint's ceiling beside the hashes.
+const storage = process.env.FAIRFS_BENCH_STORAGE === 'memory' ? multer.memoryStorage() : multer.diskStorage({ destination: dest, filename })
+const upload = multer({ storage })
 const app = express()
 app.post('/upload', upload.single('file'), (req, res) => {
   res.end(req.file ? String(req.file.size) : 'none')
