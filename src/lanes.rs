@@ -54,6 +54,11 @@ fn lanes() -> std::sync::MutexGuard<'static, Option<HashMap<u64, Lane>>> {
     LANES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Every lane's pool made so far, taken out of the lock (a pool takes its own).
+fn every_lane() -> Vec<&'static Pool> {
+    lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect()
+}
+
 /// The most workers a lane grows to.
 pub fn max_threads() -> usize {
     MAX_THREADS.load(Ordering::Relaxed)
@@ -62,8 +67,7 @@ pub fn max_threads() -> usize {
 /// Sets the most workers a lane grows to (1..=1024); lanes already bigger keep theirs.
 pub fn set_max_threads(n: usize) {
     MAX_THREADS.store(n.clamp(1, 1024), Ordering::Relaxed);
-    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
-    for pool in pools {
+    for pool in every_lane() {
         pool.set_grow_for_parts_to(max_threads());
     }
 }
@@ -163,16 +167,14 @@ pub fn lend(ticket: &Ticket, memory: Option<Lent>) -> bool {
 /// Forgets keyed flow `key` in every pool.
 pub fn end_flow(key: u64) {
     global().end_flow(key);
-    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
-    for pool in pools {
+    for pool in every_lane() {
         pool.end_flow(key);
     }
 }
 
 /// Sets the chunk size of every lane (new lanes take the process-wide pool's).
 pub fn set_chunk_size(chunk_size: usize) {
-    let pools: Vec<&'static Pool> = lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect();
-    for pool in pools {
+    for pool in every_lane() {
         pool.configure(None, Some(chunk_size));
     }
 }
