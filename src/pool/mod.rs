@@ -358,14 +358,7 @@ impl Pool {
             state.queue.set_quantum(size);
         }
         let Some(threads) = threads else { return };
-        let threads = threads.max(1);
-        state.target_threads = threads;
-        if let Some(tell) = state.hooks.threads {
-            tell(threads);
-        }
-        state.update_large_limit();
-        let missing = threads.saturating_sub(state.live_threads);
-        state.live_threads += missing;
+        let missing = state.set_target_threads(threads.max(1));
         drop(state);
         self.shared.work_ready.notify_all();
         start_workers(&self.shared, missing);

@@ -130,6 +130,20 @@ impl State {
         n
     }
 
+    /// Sets the number of workers the pool should have, tells whoever listens and the
+    /// big-read limit, and counts as live the workers that must start: returns how
+    /// many (surplus workers end by themselves at the top of their loop).
+    pub(super) fn set_target_threads(&mut self, threads: usize) -> usize {
+        self.target_threads = threads;
+        if let Some(tell) = self.hooks.threads {
+            tell(threads);
+        }
+        self.update_large_limit();
+        let missing = threads.saturating_sub(self.live_threads);
+        self.live_threads += missing;
+        missing
+    }
+
     /// Puts an admitted request in the fair queue, in its keyed flow if it has one.
     pub(super) fn enqueue(&mut self, entry: Entry) {
         match entry.job.flow() {

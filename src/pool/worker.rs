@@ -67,8 +67,7 @@ fn worker(shared: Arc<Shared>) {
             // A lane grown for a burst goes back to its first workers once none is
             // busy: the extra ones end at the top of their loop.
             if let Some(floor) = state.shrink_idle_to.filter(|&f| idle && state.busy == 0 && state.target_threads > f) {
-                state.target_threads = floor;
-                state.update_large_limit();
+                state.set_target_threads(floor);
                 shared.work_ready.notify_all();
             }
             if let Some(hook) = state.hooks.idle.filter(|_| idle) {
@@ -212,17 +211,13 @@ pub(super) fn run_piece(shared: &Arc<Shared>, flow: Flow<Entry>, mut piece: Piec
     state.split_waiting = true;
     let wake = state.idle > 0;
     let grow = !wake && state.target_threads < state.grow_for_parts_to;
-    if grow {
-        state.target_threads += 1;
-        state.live_threads += 1;
-        state.update_large_limit();
-    }
+    let one_more = state.target_threads + 1;
+    let missing = if grow { state.set_target_threads(one_more) } else { 0 };
     drop(state);
     if wake {
         shared.work_ready.notify_one();
-    } else if grow {
-        start_workers(shared, 1);
     }
+    start_workers(shared, missing);
     // A panicking piece counts as unread: dropping it unfinished fails its job.
     let bytes = catch_unwind(AssertUnwindSafe(|| (piece.run)())).unwrap_or(0);
     count_chunk(shared, bytes, Data::Read, true);
