@@ -10,8 +10,6 @@
 //! platform keeps one.
 
 use std::ffi::CStr;
-#[cfg(all(target_os = "linux", not(fairfs_portable)))]
-use std::ffi::CString;
 use std::mem::MaybeUninit;
 
 use super::Fd;
@@ -87,27 +85,26 @@ pub fn realpath(path: &CStr) -> Result<Vec<u8>, FsError> {
 /// [`realpath`] by `open(O_PATH)` and `/proc/self/fd`; `None`: ask `realpath(3)`.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 fn realpath_in_one_walk(path: &CStr) -> Option<Result<Vec<u8>, FsError>> {
-    // SAFETY: `path` is NUL-terminated for the duration of the call.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if fd < 0 {
-        let error = FsError::last(Syscall::Realpath);
+    use std::os::unix::ffi::OsStringExt;
+    let fd = match super::open(path, libc::O_PATH, 0) {
+        Ok(fd) => fd,
         // The errors a walk meets the same way as realpath(3)'s readlinks do.
-        let same = [libc::ENOENT, libc::ENOTDIR, libc::EACCES, libc::ELOOP].contains(&error.os);
-        return same.then_some(Err(error));
-    }
-    let link = CString::new(format!("/proc/self/fd/{fd}")).ok();
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: `link` is NUL-terminated and `buf` is writable for its length; readlink
-    // writes at most that many bytes and no NUL.
-    let n = link.map_or(-1, |l| unsafe { libc::readlink(l.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) });
+        Err(e) => {
+            let same = [libc::ENOENT, libc::ENOTDIR, libc::EACCES, libc::ELOOP].contains(&e.os);
+            return same.then_some(Err(FsError::new(e.os, Syscall::Realpath)));
+        }
+    };
+    let found = std::fs::read_link(format!("/proc/self/fd/{fd}"));
     // An O_PATH fd's close calls no file system.
-    // SAFETY: `fd` is ours, opened above, and closed once.
-    unsafe { libc::close(fd) };
-    // A result that filled the buffer may be cut short; one not from the root (a file
-    // outside this process's root) or marked unlinked is for realpath(3) to judge.
-    let n = usize::try_from(n).ok().filter(|&n| n > 0 && n < buf.len() - 1)?;
-    buf.truncate(n);
-    (buf[0] == b'/' && !buf.ends_with(b" (deleted)")).then_some(Ok(buf))
+    let _ = super::close(fd);
+    let found = found.ok()?.into_os_string().into_vec();
+    // One as long as PATH_MAX (realpath(3) fails ENAMETOOLONG), not from the root (a
+    // file outside this process's root) or marked unlinked is for realpath(3) to judge.
+    let judged_here = !found.is_empty()
+        && found.len() < libc::PATH_MAX as usize - 1
+        && found[0] == b'/'
+        && !found.ends_with(b" (deleted)");
+    judged_here.then_some(Ok(found))
 }
 
 /// `realpath(3)`, as libuv calls it.
@@ -326,6 +323,7 @@ mod tests {
     #[test]
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     fn realpath_in_one_walk_agrees_with_realpath_3() {
+        use std::ffi::CString;
         use std::os::unix::fs::symlink;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
