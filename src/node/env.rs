@@ -224,6 +224,7 @@ pub(super) fn submit_jobs_on(
     make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>,
 ) -> Result<f64> {
     let st = state(env)?;
+    crate::policy::loop_cpu::note_loop_cpu();
     let id = st.next_id;
     st.next_id += 1;
     let (sink, asking) = (st.sink.clone(), st.sink.clone());

@@ -5,8 +5,10 @@
 //! * [`contention`]: how many big files are read at once, from whether others want
 //!   the CPU, and what the buffer pool keeps in stock for them;
 //! * [`host_threads`]: which of the process's threads are libuv's pool, whose demand
-//!   the governor watches.
+//!   the governor watches;
+//! * [`loop_cpu`]: big writes kept off the CPU the event loop runs on.
 
 pub mod admission;
 pub mod contention;
 pub mod host_threads;
+pub mod loop_cpu;

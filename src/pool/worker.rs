@@ -8,6 +8,7 @@ use crate::job::{Data, Piece};
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::sync::Arc;
 use crate::loom::thread;
+use crate::policy::loop_cpu::Placement;
 use crate::scheduler::{Flow, Turn};
 
 use super::big_reads::look_around;
@@ -39,6 +40,7 @@ pub(super) fn start_workers(shared: &Arc<Shared>, n: usize) {
 fn worker(shared: Arc<Shared>) {
     let mut state = lock(&shared);
     let mut nice = 0;
+    let mut placement = Placement::default();
     loop {
         if state.nice != nice {
             nice = state.nice;
@@ -95,6 +97,7 @@ fn worker(shared: Arc<Shared>) {
         let may_split = state.queue.is_empty()
             && (state.busy < state.target_threads || state.target_threads < state.grow_for_parts_to);
         drop(state);
+        placement.before_step(flow.item.job.is_bulk_write());
         let after = run_one_step(&shared, flow, may_split);
         state = lock(&shared);
         state.busy -= 1;

@@ -166,6 +166,42 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The CPU the calling thread is running on (`sched_getcpu`, read from the vDSO).
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments and no memory effects.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// Takes `cpu` out of the calling thread's CPU mask (`off`) or puts it back. Returns
+/// whether the mask now says so: a mask that would be left empty, or that the kernel
+/// refuses (a cpuset without `cpu`, over 1,024 CPUs), is left alone.
+pub fn set_thread_off_cpu(cpu: usize, off: bool) -> bool {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return false;
+    }
+    // SAFETY: cpu_set_t is a plain bit array, valid all zeroes; the kernel writes at
+    // most its size into it and reads it back (tid 0: the calling thread alone); the
+    // CPU_* helpers touch bit `cpu`, checked above to lie inside it.
+    unsafe {
+        let mut mask: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut mask) < 0 {
+            return false;
+        }
+        if libc::CPU_ISSET(cpu, &mask) != off {
+            return true;
+        }
+        if off {
+            if libc::CPU_COUNT(&mask) < 2 {
+                return false;
+            }
+            libc::CPU_CLR(cpu, &mut mask);
+        } else {
+            libc::CPU_SET(cpu, &mut mask);
+        }
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &mask) == 0
+    }
+}
+
 /// Reads a [`CpuSnapshot`]: one directory listing and a few small `/proc` files per
 /// thread (the governor takes one every 100 ms at most, while big reads run).
 pub fn cpu_snapshot(classify: impl Fn(i32, &[u8]) -> super::ThreadKind) -> Option<super::CpuSnapshot> {

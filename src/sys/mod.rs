@@ -223,6 +223,26 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
+/// The CPU the calling thread runs on, where the OS tells.
+pub fn current_cpu() -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::current_cpu();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    None
+}
+
+/// Keeps the calling thread off `cpu` (`off`), or lets it back on; whether the thread's
+/// CPU mask now says so (never where threads have no mask of their own to set).
+pub fn set_thread_off_cpu(cpu: usize, off: bool) -> bool {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return linux::set_thread_off_cpu(cpu, off);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = (cpu, off);
+        false
+    }
+}
+
 /// The calling thread's id as the kernel knows it (Linux's `gettid`), read from
 /// `/proc/thread-self` (the `gettid` wrapper needs glibc 2.30); `None` elsewhere.
 pub fn thread_id() -> Option<i32> {
