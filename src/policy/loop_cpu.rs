@@ -56,8 +56,8 @@ fn now_ms() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
-/// When a step of a bulk write, and one of anything else, last began (in [`now_ms`]
-/// + 1; 0: never).
+/// When a step of a bulk write, and one of anything else, last began (`now_ms()`
+/// plus one; 0: never).
 #[derive(Debug)]
 pub struct Steps {
     bulk: AtomicU64,
@@ -101,7 +101,7 @@ pub struct Placement {
 
 impl Placement {
     /// Before a step: off the loop's CPU while big writes run beside other requests
-    /// ([`Steps::mixed_at`]), back on every CPU otherwise. Makes system calls only
+    /// (`Steps::mixed_at`), back on every CPU otherwise. Makes system calls only
     /// when that changes.
     pub fn before_step(&mut self, bulk_write: bool) {
         self.place(bulk_write, now_ms(), &STEPS, loop_cpu());
