@@ -323,7 +323,7 @@ pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsEr
 mod tests {
     use super::*;
 
-    use crate::read::tests::c_path as c;
+    use crate::test_files::c_path as c;
 
     /// Opens `file` as a pool thread would until its mount has earned the calling
     /// thread's trust (`locality`'s probation: quick opens in a row).

@@ -49,6 +49,9 @@ mod sys;
 #[cfg(unix)]
 pub mod write;
 
+#[cfg(test)]
+mod test_files;
+
 #[cfg(feature = "node")]
 mod node;
 

@@ -562,30 +562,14 @@ pub fn pooled_only(filled: Filled) -> PooledBytes {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::test_files::{c_path, fds_open_on, pattern, temp_file};
     use std::io::{Seek, SeekFrom, Write};
     #[cfg(unix)]
     use std::os::fd::AsRawFd;
 
-    /// `p` as the NUL-terminated path the OS calls take.
-    pub fn c_path(p: &std::path::Path) -> CString {
-        CString::new(p.as_os_str().as_encoded_bytes()).unwrap()
-    }
-
     /// A read of the file at `p`, opened read-only.
     pub fn path_source(p: &std::path::Path) -> Source {
         Source::Path { path: c_path(p), flags: libc::O_RDONLY, mode: 0o666 }
-    }
-
-    /// A file holding `data`, removed when the returned path is dropped.
-    pub fn temp_file(name: &str, data: &[u8]) -> tempfile::TempPath {
-        let mut file = tempfile::Builder::new().prefix(name).tempfile().unwrap();
-        std::io::Write::write_all(&mut file, data).unwrap();
-        file.into_temp_path()
-    }
-
-    /// `len` bytes that differ from their neighbours, so a misplaced byte shows.
-    pub fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
     #[test]
@@ -699,16 +683,6 @@ pub(crate) mod tests {
         std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(&[1; 5000]).unwrap();
         while let Progress::More { .. } = read.step().unwrap() {}
         assert_eq!(pooled_only(read.finish().unwrap()), pattern(30_000));
-    }
-
-    /// How many of this process's fds point at `path` (tests run in parallel, so
-    /// counting all fds would race with other tests).
-    pub(crate) fn fds_open_on(path: &std::path::Path) -> usize {
-        std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-            .filter(|target| target == path)
-            .count()
     }
 
     /// Under admission control a big file asks for its bytes before allocating them,

@@ -266,7 +266,7 @@ impl Waits for FileWrite {
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
-    use crate::read::tests::{c_path, fds_open_on, pattern};
+    use crate::test_files::{c_path, fds_open_on, pattern};
 
     fn write_all(target: Target, data: &[u8], limits: WriteLimits) -> (Result<(), ReadError>, usize) {
         let mut w = FileWrite::new(target, Borrowed::owned(data.to_vec()), limits);

@@ -215,7 +215,7 @@ impl<F: FnOnce(Result<(), ReadError>) + Send + 'static> Job for CopyFileJob<F> {
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
-    use crate::read::tests::{c_path, fds_open_on, pattern};
+    use crate::test_files::{c_path, fds_open_on, pattern};
 
     fn copy(src: &std::path::Path, dst: &std::path::Path, mode: u32, chunk: usize) -> (Result<(), ReadError>, usize) {
         let (tx, rx) = std::sync::mpsc::channel();

@@ -103,7 +103,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
-        let c = crate::read::tests::c_path;
+        let c = crate::test_files::c_path;
         let pool = Pool::new(2, 64 * 1024);
         let ask = |q: Query| {
             let (tx, rx) = std::sync::mpsc::channel();
@@ -124,7 +124,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
-        let c = crate::read::tests::c_path;
+        let c = crate::test_files::c_path;
         let pool = Pool::new(2, 64 * 1024);
         let f = std::fs::File::open(&file).unwrap();
         use std::os::fd::AsRawFd;

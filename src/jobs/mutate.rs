@@ -54,7 +54,7 @@ impl Mutation {
 mod tests {
     use super::*;
     use crate::error::{FsError, Syscall};
-    use crate::read::tests::c_path;
+    use crate::test_files::c_path;
 
     #[test]
     fn changes_names_with_nodes_errors() {

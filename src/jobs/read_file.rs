@@ -131,7 +131,7 @@ mod tests {
                 len.div_ceil(4096) as u64,
                 "one pool step or piece per chunk"
             );
-            assert_eq!(crate::read::tests::fds_open_on(&p), 0);
+            assert_eq!(crate::test_files::fds_open_on(&p), 0);
         }
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -166,7 +166,7 @@ mod tests {
         sizes: std::ops::Range<usize>,
     ) -> LendingRead {
         let data: Vec<u8> = (0..50_000).map(|i| (i * 11 % 251) as u8).collect();
-        let p = crate::read::tests::temp_file(&format!("fairfs-lending-{name}"), &data);
+        let p = crate::test_files::temp_file(&format!("fairfs-lending-{name}"), &data);
         let source = crate::read::tests::path_source(&p);
         let limits = ReadLimits { chunk_size: 4096, admitted: true, ..Default::default() };
         let (tx, rx) = std::sync::mpsc::channel();
@@ -202,7 +202,7 @@ mod tests {
         assert!(memory == data, "the file is in the lent memory");
         let s = pool.stats();
         assert_eq!((s.awaiting_memory, s.open_files, s.bytes_in_flight), (0, 0, 0));
-        assert_eq!(crate::read::tests::fds_open_on(&path), 0);
+        assert_eq!(crate::test_files::fds_open_on(&path), 0);
         assert!(asks.try_recv().is_err(), "asked once");
     }
 
@@ -217,7 +217,7 @@ mod tests {
         assert!(matches!(done.recv().unwrap().0, Err(ReadError::Cancelled)));
         let s = pool.stats();
         assert_eq!((s.awaiting_memory, s.open_files, s.bytes_in_flight), (0, 0, 0));
-        assert_eq!(crate::read::tests::fds_open_on(&path), 0);
+        assert_eq!(crate::test_files::fds_open_on(&path), 0);
         // Memory lent too late is let go at once.
         let mut memory = vec![0u8; 50_000];
         assert!(!pool.lend(&ticket, Some(lent_memory(&mut memory, &released))));
@@ -309,7 +309,7 @@ mod tests {
         let most_reported = MOST_REPORTED.load(SeqCst);
         assert!((big_len as u64..=2 * big_len as u64 + 1).contains(&most_reported), "reported {most_reported}");
         assert_eq!(LAST_REPORTED.load(SeqCst), 0, "the bytes given back were reported before the outcomes");
-        assert_eq!(crate::read::tests::fds_open_on(&big_path) + crate::read::tests::fds_open_on(&small_path), 0);
+        assert_eq!(crate::test_files::fds_open_on(&big_path) + crate::test_files::fds_open_on(&small_path), 0);
         dir.close().unwrap();
     }
 }

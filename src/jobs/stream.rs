@@ -357,7 +357,7 @@ impl<D: FnOnce(Option<Result<PooledBytes, ReadError>>) + Send + 'static> Job for
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::tests::pattern;
+    use crate::test_files::pattern;
 
     /// What a block job delivers: its bytes or error, or `None` if cancelled.
     type Delivered = Option<Result<PooledBytes, ReadError>>;
@@ -379,7 +379,7 @@ mod tests {
 
     /// A file holding `data`, open for reading; its name is gone already.
     fn file_of(name: &str, data: &[u8]) -> std::fs::File {
-        let path = crate::read::tests::temp_file(name, data);
+        let path = crate::test_files::temp_file(name, data);
         std::fs::File::open(&path).unwrap()
     }
 
@@ -468,7 +468,7 @@ mod tests {
     fn open_read_at_positions_and_close() {
         let p = std::env::temp_dir().join(format!("fairfs-chunk-{}", std::process::id()));
         std::fs::write(&p, b"0123456789").unwrap();
-        let path = crate::read::tests::c_path(&p);
+        let path = crate::test_files::c_path(&p);
         let fd = open(&path, libc::O_RDONLY, 0).unwrap().into_raw();
         assert_eq!(read(fd, Some(3), 4, None).unwrap(), b"3456");
         assert_eq!(read(fd, None, 4, None).unwrap(), b"0123", "current position is still 0");
@@ -479,13 +479,13 @@ mod tests {
         // Dropping an OpenedFd closes it, on a closer thread (checked by path: fd
         // numbers get reused).
         let dropped = open(&path, libc::O_RDONLY, 0).unwrap();
-        assert_eq!(crate::read::tests::fds_open_on(&p), 1);
+        assert_eq!(crate::test_files::fds_open_on(&p), 1);
         drop(dropped);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while crate::read::tests::fds_open_on(&p) > 0 && std::time::Instant::now() < deadline {
+        while crate::test_files::fds_open_on(&p) > 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert_eq!(crate::read::tests::fds_open_on(&p), 0);
+        assert_eq!(crate::test_files::fds_open_on(&p), 0);
         std::fs::remove_file(p).unwrap();
     }
 }

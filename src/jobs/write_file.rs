@@ -100,7 +100,7 @@ where
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
-    use crate::read::tests::{c_path, fds_open_on, pattern};
+    use crate::test_files::{c_path, fds_open_on, pattern};
 
     #[test]
     fn big_writes_through_the_pool_are_whole_and_counted_as_written() {

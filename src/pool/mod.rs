@@ -17,6 +17,7 @@
 //!
 //! * `state`: what lives under the lock, and admitting, queueing, releasing;
 //! * `worker`: the loop that picks the next chunk and runs it;
+//! * `step`: one step of a job run and counted, by a worker or a thread of its own;
 //! * `waits`: where a request waits for bytes, a closed file, lent memory or a thread;
 //! * `finish`: delivering, failing and cancelling, giving back slot and bytes first;
 //! * `big_reads`: the governor's sampling and the buffer pool's stock;
@@ -26,6 +27,7 @@ mod big_reads;
 mod finish;
 mod state;
 mod stats;
+mod step;
 mod waits;
 mod worker;
 

@@ -13,7 +13,7 @@ use crate::scheduler::Flow;
 
 use super::finish::{deliver, finish_cancelled};
 use super::state::{lock, Entry, Shared, State};
-use super::worker::{step, Stepped};
+use super::step::{step, Stepped};
 
 /// How often a read whose open met EMFILE/ENFILE tries again while none of the pool's
 /// own files is open (so no close of ours will tell it when).

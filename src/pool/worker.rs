@@ -14,6 +14,7 @@ use crate::scheduler::{Flow, Turn};
 use super::big_reads::look_around;
 use super::finish::{deliver, finish_cancelled};
 use super::state::{lock, Entry, Shared};
+use super::step::{count_chunk, step, Stepped};
 use super::waits::requeue;
 
 /// Starts `n` workers whose places `live_threads` already counts; a thread that cannot
@@ -165,35 +166,6 @@ pub(super) fn run_one_step(shared: &Arc<Shared>, mut flow: Flow<Entry>, may_spli
     After::Ended(turn, bytes)
 }
 
-/// How a step ended.
-pub(super) enum Stepped {
-    /// More to do; this many bytes were read.
-    More(usize),
-    /// The job has its outcome; the last step read this many bytes.
-    Done(usize),
-    /// The step panicked (a bug): the job must fail.
-    Panicked,
-}
-
-/// Runs one step of a checked-out job and counts it. A panic (a bug) is caught: it
-/// fails this request alone, the thread lives on, and the caller hears of it instead
-/// of waiting forever.
-pub(super) fn step(shared: &Shared, entry: &mut Entry) -> Stepped {
-    let Ok(step) = catch_unwind(AssertUnwindSafe(|| entry.job.step())) else {
-        count_chunk(shared, 0, Data::Neither, false);
-        return Stepped::Panicked;
-    };
-    // A step that read nothing and is not the last only opened the file (and waits
-    // for admission): it is not a chunk; nor is a job's that reads no file data.
-    let data = entry.job.data();
-    count_chunk(shared, step.bytes, data, step.bytes > 0 || (step.done && data == Data::Read));
-    if step.done {
-        Stepped::Done(step.bytes)
-    } else {
-        Stepped::More(step.bytes)
-    }
-}
-
 /// Puts the job back in the queue, charged the piece's bytes, so that the next
 /// worker can take the next piece, then runs the piece.
 /// A lane's pool with no free worker for the next piece starts one more, up to
@@ -226,16 +198,4 @@ pub(super) fn run_piece(shared: &Arc<Shared>, flow: Flow<Entry>, mut piece: Piec
     count_chunk(shared, bytes, Data::Read, true);
     let _ = catch_unwind(AssertUnwindSafe(|| drop(piece)));
     After::PutBack
-}
-
-/// Counts a chunk (step or piece) that read or wrote `bytes` as done. Called before
-/// the result is delivered, so whoever sees a result never sees its chunk as active.
-pub(super) fn count_chunk(shared: &Shared, bytes: usize, data: Data, chunk: bool) {
-    shared.active.fetch_sub(1, Ordering::Relaxed);
-    let (bytes_moved, chunks) = match data {
-        Data::Written => (&shared.bytes_written, &shared.chunks_written),
-        Data::Read | Data::Neither => (&shared.bytes_read, &shared.chunks_read),
-    };
-    bytes_moved.fetch_add(bytes as u64, Ordering::Relaxed);
-    chunks.fetch_add(chunk as u64, Ordering::Relaxed);
 }

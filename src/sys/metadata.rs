@@ -294,7 +294,7 @@ mod tests {
         std::fs::write(&file, b"hello").unwrap();
         let link = dir.path().join("l");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        let c = crate::read::tests::c_path;
+        let c = crate::test_files::c_path;
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(&file).unwrap();
         let s = stat(Target::Path(&c(&link))).unwrap();

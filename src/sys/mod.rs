@@ -330,7 +330,7 @@ mod tests {
     use crate::error::Syscall;
     use std::os::unix::fs::PermissionsExt;
 
-    use crate::read::tests::c_path as c;
+    use crate::test_files::c_path as c;
 
     fn read_all(fd: Fd) -> Vec<u8> {
         let mut buf = Vec::with_capacity(100);
