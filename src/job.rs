@@ -80,12 +80,6 @@ pub trait Job: Send + 'static {
     fn is_large(&self) -> bool {
         false
     }
-    /// Whether this job writes more than one chunk into the page cache (a big
-    /// `writeFile`, a big `copyFile`): its steps run off the event loop's CPU
-    /// ([`crate::policy::loop_cpu`]).
-    fn is_bulk_write(&self) -> bool {
-        false
-    }
     /// The keyed flow the job belongs to, if it is one of many requests that share
     /// one place in the rotation (a read stream's blocks,
     /// [`crate::scheduler::FairQueue::push_keyed`]).

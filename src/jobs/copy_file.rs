@@ -194,10 +194,6 @@ impl<F: FnOnce(Result<(), ReadError>) + Send + 'static> Job for CopyFileJob<F> {
         self.copy.open.as_ref().is_some_and(|o| o.size > self.copy.chunk_size as u64)
     }
 
-    fn is_bulk_write(&self) -> bool {
-        self.is_large()
-    }
-
     fn complete(self: Box<Self>) {
         let CopyFileJob { copy, outcome, on_done } = *self;
         // Closed (and unlinked after an error) before anyone hears of it.

@@ -47,10 +47,6 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
         self.write.is_large()
     }
 
-    fn is_bulk_write(&self) -> bool {
-        self.write.is_large()
-    }
-
     fn complete(self: Box<Self>) {
         let this = *self;
         let outcome = match this.error {

@@ -8,9 +8,9 @@
 //! tail: its time in the pool stayed under 0.25 ms, while the loop sat runnable and
 //! unserved for up to 4.4 ms (`perf sched`; BENCHMARKS.md).
 //!
-//! So while big writes run beside other requests (a step of a bulk write,
-//! [`crate::job::Job::is_bulk_write`], and a step of anything else each began in the
-//! last [`BULK_WINDOW_MS`]), every worker takes the CPU the event loop last submitted
+//! So while big writes run beside other requests (a step of a large job that writes,
+//! [`crate::job::Job::is_large`] with [`crate::job::Data::Written`], and a step of
+//! anything else each began in the last [`BULK_WINDOW_MS`]), every worker takes the CPU the event loop last submitted
 //! from ([`note_loop_cpu`]) out of its own CPU mask before its next step, and puts it
 //! back at its first step after. Every worker, not only the writers: a worker that
 //! wakes on the loop's CPU for a small request crowds the loop the same way, and
@@ -59,19 +59,23 @@ fn now_ms() -> u64 {
 /// When a step of a bulk write, and one of anything else, last began (`now_ms()`
 /// plus one; 0: never).
 #[derive(Debug)]
-pub struct Steps {
+struct Steps {
     bulk: AtomicU64,
     other: AtomicU64,
 }
 
 impl Steps {
-    pub const fn new() -> Self {
+    const fn new() -> Self {
         Steps { bulk: AtomicU64::new(0), other: AtomicU64::new(0) }
     }
 
     fn began_at(&self, bulk_write: bool, now: u64) {
         let last = if bulk_write { &self.bulk } else { &self.other };
-        last.store(now + 1, Ordering::Relaxed);
+        // Every worker's every step comes here: write the shared line only when the
+        // millisecond changed, not once a step.
+        if last.load(Ordering::Relaxed) != now + 1 {
+            last.store(now + 1, Ordering::Relaxed);
+        }
     }
 
     /// Big writes run beside other requests: a step of each began in the last
@@ -83,12 +87,6 @@ impl Steps {
             last != 0 && (now + 1).saturating_sub(last) < BULK_WINDOW_MS
         };
         recent(&self.bulk) && recent(&self.other)
-    }
-}
-
-impl Default for Steps {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

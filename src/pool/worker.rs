@@ -98,7 +98,8 @@ fn worker(shared: Arc<Shared>) {
         let may_split = state.queue.is_empty()
             && (state.busy < state.target_threads || state.target_threads < state.grow_for_parts_to);
         drop(state);
-        placement.before_step(flow.item.job.is_bulk_write());
+        // A big job that writes (`writeFile`, `copyFile` over one chunk) fills the page cache.
+        placement.before_step(large && flow.item.job.data() == Data::Written);
         let after = run_one_step(&shared, flow, may_split);
         state = lock(&shared);
         state.busy -= 1;
