@@ -869,5 +869,7 @@ module.exports.statPath = nativeBinding.statPath
 module.exports.stats = nativeBinding.stats
 module.exports.syncFd = nativeBinding.syncFd
 module.exports.writeBuffers = nativeBinding.writeBuffers
+module.exports.writeChain = nativeBinding.writeChain
+module.exports.writeChained = nativeBinding.writeChained
 module.exports.writeFd = nativeBinding.writeFd
 module.exports.writePath = nativeBinding.writePath

@@ -161,6 +161,15 @@ export interface ConfigureOptions {
    * in the environment turns it off from the start.
    */
   fastPath?: boolean
+  /**
+   * Under `install()`, a WriteStream keeps its next chunk queued on the pool behind the
+   * write running, so the pool writes them back to back (default false: node:fs's
+   * WriteStream, one write in flight). A chunk's callback, and `'drain'`, then come
+   * before its bytes reach the kernel (the write ahead of it has); `'finish'` still
+   * means every byte did, and a failed write still destroys the stream with node:fs's
+   * error, though the callback that gets it may be a later chunk's.
+   */
+  writeBehind?: boolean
   /** Files the pool's reads hold open at once, 1..2^20 (default a quarter of RLIMIT_NOFILE, 4..1024); more wait. */
   maxOpenFiles?: number
   /** Bytes of big files' result buffers in flight, 0..2^53-1 (default 64 MiB); more wait, but one bigger file still goes alone. */
@@ -229,6 +238,7 @@ export interface NativeStats {
   maxLength: number
   maxUnsizedLength: number
   fastPath: boolean
+  writeBehind: boolean
   /** `readFile`s and `stat`/`lstat`s the fast path served on the calling thread, and tries that went to the pool. */
   fastPathHits: number
   fastPathMisses: number

@@ -3,7 +3,7 @@
 //
 // Patched: fs.readFile, fs.writeFile, fs.appendFile, the fd primitives of writing
 // (fs.open for writing, fs.write, fs.writev, fs.fsync, fs.fdatasync, fs.close:
-// lib/fd-writes.js), fs.unlink, fs.rename, fs.mkdir, fs.copyFile, fs.promises.readFile,
+// lib/fd-writes.js), WriteStream's _write, _writev and _destroy (lib/write-stream.js), fs.unlink, fs.rename, fs.mkdir, fs.copyFile, fs.promises.readFile,
 // writeFile, appendFile, unlink, rename, mkdir and copyFile (the same object as
 // require('node:fs/promises')), fs.createReadStream / fs.ReadStream users, a
 // FileHandle's readFile() and createReadStream(), and where the addon answers them
@@ -30,6 +30,7 @@ const { syncBuiltinESMExports } = require('node:module')
 const { methodNotImplemented } = require('./errors')
 const { realpathFor } = require('./realpath')
 const { nodeServes } = require('./mocked')
+const { current } = require('./settings')
 
 /** The metadata calls install() routes to the pool, callback and promise forms. */
 const kMetadata = ['stat', 'lstat', 'access', 'readdir']
@@ -127,6 +128,9 @@ function install(fairfs) {
   // The fd primitives node:fs's WriteStream and callback writeFile call through the
   // module, and loggers call themselves (lib/fd-writes.js).
   for (const [name, fn] of Object.entries(api.primitives ?? {})) swap(originals, fs, name, name, fn)
+  // configure({ writeBehind: true }): a WriteStream's next chunk queued behind the
+  // write running (lib/write-stream.js).
+  if (current.writeBehind) api.writeStreams?.patch()
   if (api.copies) {
     swap(originals, fs, 'copyFile', 'copyFile', api.copies.copyFile)
     swap(originals, fs.promises, 'copyFile', 'promises.copyFile', api.copies.promises.copyFile)
@@ -192,6 +196,7 @@ function install(fairfs) {
 function uninstall() {
   if (!originals) return
   undo(originals)
+  api.writeStreams?.unpatch()
   if (handleOriginals) {
     undo(handleOriginals)
     handleOriginals = null

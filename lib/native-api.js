@@ -273,14 +273,15 @@ const promises = {
  * what each option does and its range. Invalid values throw and change nothing.
  */
 function configure(options) {
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads } =
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads, writeBehind } =
     validateConfigure(options)
   native.configure(threads, chunkSize, maxPooledBytes, nice, largeLimit, maxOpenFiles, maxBytesInFlight, laneThreads)
   if (maxLength !== undefined) native.setMaxLength(maxLength)
   if (maxUnsizedLength !== undefined) native.setMaxUnsizedLength(maxUnsizedLength)
-  for (const [key, value] of Object.entries({ readAhead, maxLength, maxUnsizedLength, fastPath })) {
+  for (const [key, value] of Object.entries({ readAhead, maxLength, maxUnsizedLength, fastPath, writeBehind })) {
     if (value !== undefined) current[key] = value
   }
+  if (writeBehind !== undefined && patcher.isInstalled()) writeBehind ? writeStreams.patch() : writeStreams.unpatch()
 }
 
 /**
@@ -288,8 +289,8 @@ function configure(options) {
  * (`NativeStats`) says what each field counts.
  */
 function stats() {
-  const { readAhead, maxLength, maxUnsizedLength, fastPath } = current
-  return { backend: 'native', ...native.stats(), readAhead, maxLength, maxUnsizedLength, fastPath }
+  const { readAhead, maxLength, maxUnsizedLength, fastPath, writeBehind } = current
+  return { backend: 'native', ...native.stats(), readAhead, maxLength, maxUnsizedLength, fastPath, writeBehind }
 }
 
 /**
@@ -304,13 +305,14 @@ function readFileCallbackOnly(path, options, callback) {
 }
 
 const patcher = require('./install')
+const writeStreams = require('./write-stream')
 
 /**
  * Makes node:fs use fairfs: `fs.readFile`, `fs.promises.readFile` and
  * `fs.createReadStream` are replaced. Idempotent; see `uninstall()`.
  */
 function install() {
-  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives, mutate: mutate.supported ? mutate : null, copies: copies.supported ? copies : null })
+  patcher.install({ readFileCallback: readFileCallbackOnly, promises, createReadStream, metadata: metadata.supported ? meta : null, writes, primitives, writeStreams, mutate: mutate.supported ? mutate : null, copies: copies.supported ? copies : null })
 }
 
 /** Restores the node:fs functions `install()` replaced. */

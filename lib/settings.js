@@ -29,6 +29,9 @@ const current = {
   maxLength: MAX_LENGTH,
   /** The largest result from a source of unknown size (a pipe, FIFO, device). */
   maxUnsizedLength: kIoMaxLength,
+  /** Under install(), a WriteStream queues its next chunk behind the write running,
+   *  and calls back before it reaches the kernel (lib/write-stream.js). */
+  writeBehind: false,
 }
 
 const kMaxChunkSize = 64 * 1024 * 1024
@@ -50,8 +53,9 @@ function checkInteger(name, value, min, max) {
  */
 function validateConfigure(options = {}) {
   if (options === null || typeof options !== 'object') throw invalidArgType('options', 'of type object', options)
-  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads } = options
+  const { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads, writeBehind } = options
   if (fastPath !== undefined && typeof fastPath !== 'boolean') throw invalidArgType('options.fastPath', 'of type boolean', fastPath)
+  if (writeBehind !== undefined && typeof writeBehind !== 'boolean') throw invalidArgType('options.writeBehind', 'of type boolean', writeBehind)
   if (threads !== undefined) checkInteger('options.threads', threads, 1, kMaxThreads)
   if (chunkSize !== undefined) checkInteger('options.chunkSize', chunkSize, 4096, kMaxChunkSize)
   if (maxPooledBytes !== undefined) checkInteger('options.maxPooledBytes', maxPooledBytes, 0, Number.MAX_SAFE_INTEGER)
@@ -63,7 +67,7 @@ function validateConfigure(options = {}) {
   if (maxOpenFiles !== undefined) checkInteger('options.maxOpenFiles', maxOpenFiles, 1, kMaxOpenFiles)
   if (maxBytesInFlight !== undefined) checkInteger('options.maxBytesInFlight', maxBytesInFlight, 0, Number.MAX_SAFE_INTEGER)
   if (laneThreads !== undefined) checkInteger('options.laneThreads', laneThreads, 1, kMaxThreads)
-  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads }
+  return { threads, chunkSize, maxPooledBytes, readAhead, nice, maxLength, maxUnsizedLength, largeLimit, fastPath, maxOpenFiles, maxBytesInFlight, laneThreads, writeBehind }
 }
 
 module.exports = { validateConfigure, current, kIoMaxLength, kFastPathMax }

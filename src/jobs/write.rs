@@ -8,6 +8,9 @@
 //! A write is one step, charged all its bytes: one call's bytes are never cut, so an
 //! append lands whole.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step};
@@ -33,19 +36,65 @@ pub fn fd_flow(fd: Fd) -> u64 {
     (1 << 63) | fd as u32 as u64
 }
 
+/// The writes of one WriteStream queued behind each other on its fd (a stream keeps
+/// the next write queued while one runs). Once a write of the chain falls short or
+/// fails, the later ones do not run and come back cancelled: nothing of a later write
+/// lands after a gap or ahead of the rest of an earlier one. The stream then does what
+/// node:fs's does after a short write (it writes the rest, and meets the error), and
+/// writes the later ones again if that succeeds.
+///
+/// Only the chain's own writes touch the flag, and they run one at a time in the
+/// order made (one in-order flow, whose lock orders each write after the one before).
+#[derive(Debug, Default)]
+pub struct WriteChain {
+    broken: AtomicBool,
+}
+
+impl WriteChain {
+    fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    fn r#break(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+}
+
 /// One request on an fd, handing its outcome (bytes written; 0 for the others) to
 /// `on_done` exactly once.
 pub struct FdJob<F> {
     fd: Fd,
     op: Option<FdOp>,
+    /// A stream's write: it runs only while the chain is whole.
+    chain: Option<Arc<WriteChain>>,
     outcome: Option<Result<usize, ReadError>>,
     on_done: F,
 }
 
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> FdJob<F> {
     pub fn new(fd: Fd, op: FdOp, on_done: F) -> Self {
-        FdJob { fd, op: Some(op), outcome: None, on_done }
+        FdJob { fd, op: Some(op), chain: None, outcome: None, on_done }
     }
+
+    /// A write of `chain` ([`WriteChain`]).
+    pub fn chained(fd: Fd, op: FdOp, chain: Arc<WriteChain>, on_done: F) -> Self {
+        FdJob { fd, op: Some(op), chain: Some(chain), outcome: None, on_done }
+    }
+}
+
+/// A chained write: skipped (cancelled) once the chain is broken, and breaks it when it
+/// falls short of its bytes or fails.
+fn write_in_chain(fd: Fd, chain: &WriteChain, bufs: Vec<Borrowed>, position: Option<u64>) -> Result<usize, ReadError> {
+    if chain.is_broken() {
+        drop(bufs); // the caller's bytes go before anyone hears of it
+        return Err(ReadError::Cancelled);
+    }
+    let total: usize = bufs.iter().map(|b| b.as_slice().len()).sum();
+    let outcome = write_all(fd, &bufs, position);
+    if !matches!(outcome, Ok(n) if n == total) {
+        chain.r#break();
+    }
+    outcome
 }
 
 /// Writes all of `bufs`, as libuv's `uv__fs_write_all`.
@@ -84,7 +133,10 @@ fn write_all(fd: Fd, bufs: &[Borrowed], mut position: Option<u64>) -> Result<usi
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> Job for FdJob<F> {
     fn step(&mut self) -> Step {
         let outcome = match self.op.take().expect("an FdJob runs once") {
-            FdOp::Write { bufs, position } => write_all(self.fd, &bufs, position),
+            FdOp::Write { bufs, position } => match &self.chain {
+                Some(chain) => write_in_chain(self.fd, chain, bufs, position),
+                None => write_all(self.fd, &bufs, position),
+            },
             FdOp::Sync { data_only: false } => sys::write::fsync(self.fd).map(|()| 0).map_err(Into::into),
             FdOp::Sync { data_only: true } => sys::write::fdatasync(self.fd).map(|()| 0).map_err(Into::into),
             FdOp::Close => sys::close(self.fd).map(|()| 0).map_err(Into::into),
@@ -151,6 +203,42 @@ mod tests {
         assert_eq!(synced.recv().unwrap(), Ok(0));
         assert_eq!(std::fs::read(&p).unwrap(), pieces.concat());
         assert_eq!(pool.stats().bytes_written, pieces.concat().len() as u64);
+    }
+
+    #[test]
+    fn a_chain_stops_after_a_write_that_falls_short() {
+        let pool = Pool::new(2, 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let file = std::fs::File::create(&p).unwrap();
+        let fd = file.as_raw_fd();
+        let chain = Arc::new(WriteChain::default());
+        let chained = |op| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            pool.submit(Box::new(FdJob::chained(fd, op, chain.clone(), move |o| tx.send(o).unwrap())));
+            rx
+        };
+        let first = chained(write(&[b"ab", b"cd"], None));
+        let second = chained(write(&[b"ef"], None));
+        assert_eq!(first.recv().unwrap(), Ok(4));
+        assert_eq!(second.recv().unwrap(), Ok(2));
+        assert!(!chain.is_broken(), "whole writes keep the chain");
+        // On a read-only fd a write fails: the chain breaks, and its next write does not
+        // run (an unchained one on the same fd still meets EBADF).
+        let read_only = std::fs::File::open(&p).unwrap();
+        let ro = read_only.as_raw_fd();
+        let (tx, failed) = std::sync::mpsc::channel();
+        let chain = Arc::new(WriteChain::default());
+        pool.submit(Box::new(FdJob::chained(ro, write(&[b"x"], None), chain.clone(), move |o| tx.send(o).unwrap())));
+        let (tx, skipped) = std::sync::mpsc::channel();
+        pool.submit(Box::new(FdJob::chained(ro, write(&[b"y"], None), chain.clone(), move |o| tx.send(o).unwrap())));
+        let plain = run(&pool, ro, write(&[b"z"], None));
+        let ebadf = Err(ReadError::Io(crate::FsError::new(libc::EBADF, crate::Syscall::Write)));
+        assert_eq!(failed.recv().unwrap(), ebadf);
+        assert_eq!(skipped.recv().unwrap(), Err(ReadError::Cancelled));
+        assert_eq!(plain.recv().unwrap(), ebadf);
+        assert!(chain.is_broken());
+        assert_eq!(std::fs::read(&p).unwrap(), b"abcdef");
     }
 
     #[test]

@@ -339,6 +339,28 @@ pub fn write_buffers(env: Env, fd: i32, buffers: Vec<BufferSlice>, position: f64
     writes::submit_fd_write(&env, fd, &buffers, position)
 }
 
+/// A new chain for a WriteStream's writes (`WriteChain`): once one of its writes falls
+/// short or fails, its later writes come back cancelled, unwritten.
+#[cfg(unix)]
+#[napi]
+pub fn write_chain() -> External<std::sync::Arc<crate::jobs::write::WriteChain>> {
+    External::new(Default::default())
+}
+
+/// [`write_buffers`] as a write of `chain`.
+#[cfg(unix)]
+#[napi]
+pub fn write_chained(
+    env: Env,
+    chain: &External<std::sync::Arc<crate::jobs::write::WriteChain>>,
+    fd: i32,
+    buffers: Vec<BufferSlice>,
+    position: f64,
+) -> Result<f64> {
+    let position = (position >= 0.0).then_some(position as u64);
+    writes::submit_chained_write(&env, (**chain).clone(), fd, &buffers, position)
+}
+
 /// `fs.fsync`, or `fs.fdatasync` with `dataOnly`, after the fd's earlier requests.
 /// Returns the request id.
 #[cfg(unix)]
