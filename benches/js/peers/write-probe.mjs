@@ -2,7 +2,8 @@
 // node:fs API each runtime offers (what a server's code calls):
 //   <runtime> write-probe.mjs <api> <dir> <quick>
 // <api> is node (node:fs), fairfs (node:fs after fairfs.install()), bun or deno (their
-// node:fs). Writes files of its own under <dir>. Prints one JSON line.
+// node:fs). Writes files of its own under <dir>. Prints one JSON line. fairfs also
+// streams with configure({ writeBehind: true }), after its other cases.
 import process from 'node:process'
 import fs from 'node:fs'
 import { Buffer } from 'node:buffer'
@@ -13,7 +14,8 @@ const quick = quickArg === '1'
 const ms = quick ? 400 : 1500
 const KiB = 1024
 const MiB = 1024 * KiB
-if (api === 'fairfs') createRequire(import.meta.url)('../../../index.js').install()
+const fairfs = api === 'fairfs' ? createRequire(import.meta.url)('../../../index.js') : null
+fairfs?.install()
 
 /** writeFile/s of `size` bytes, `concurrency` loops each rewriting a file of its own. */
 async function rate(size, concurrency) {
@@ -54,5 +56,9 @@ const out = {
   write16Mc10: await rate(16 * MiB, 10),
   write1Kc1: await rate(KiB, 1),
   stream64K: await stream(64 * KiB, (quick ? 64 : 256) * MiB),
+}
+if (fairfs) {
+  fairfs.configure({ writeBehind: true })
+  out.stream64KBehind = await stream(64 * KiB, (quick ? 64 : 256) * MiB)
 }
 console.log(JSON.stringify(out))
