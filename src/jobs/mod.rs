@@ -7,6 +7,7 @@
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
 //! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
 //! * [`write`](mod@write): `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
+//!   a WriteStream's writes in a [`write_chain`];
 //! * [`copy_file`]: `copyFile`, a chunk per step;
 //! * [`mutate`]: `unlink`, `rename` and `mkdir`, one step each;
 //! * [`once`]: one step of other work.
@@ -24,5 +25,6 @@ pub mod read_file;
 pub mod stream;
 #[cfg(unix)]
 pub mod write;
+pub mod write_chain;
 #[cfg(unix)]
 pub mod write_file;

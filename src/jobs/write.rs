@@ -8,12 +8,12 @@
 //! A write is one step, charged all its bytes: one call's bytes are never cut, so an
 //! append lands whole.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step};
+pub use crate::jobs::write_chain::WriteChain;
 use crate::sys::{self, Fd};
 
 /// What to do with the fd.
@@ -36,30 +36,6 @@ pub fn fd_flow(fd: Fd) -> u64 {
     (1 << 63) | fd as u32 as u64
 }
 
-/// The writes of one WriteStream queued behind each other on its fd (a stream keeps
-/// the next write queued while one runs). Once a write of the chain falls short or
-/// fails, the later ones do not run and come back cancelled: nothing of a later write
-/// lands after a gap or ahead of the rest of an earlier one. The stream then does what
-/// node:fs's does after a short write (it writes the rest, and meets the error), and
-/// writes the later ones again if that succeeds.
-///
-/// Only the chain's own writes touch the flag, and they run one at a time in the
-/// order made (one in-order flow, whose lock orders each write after the one before).
-#[derive(Debug, Default)]
-pub struct WriteChain {
-    broken: AtomicBool,
-}
-
-impl WriteChain {
-    fn is_broken(&self) -> bool {
-        self.broken.load(Ordering::Acquire)
-    }
-
-    fn r#break(&self) {
-        self.broken.store(true, Ordering::Release);
-    }
-}
-
 /// One request on an fd, handing its outcome (bytes written; 0 for the others) to
 /// `on_done` exactly once.
 pub struct FdJob<F> {
@@ -80,21 +56,6 @@ impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> FdJob<F> {
     pub fn chained(fd: Fd, op: FdOp, chain: Arc<WriteChain>, on_done: F) -> Self {
         FdJob { fd, op: Some(op), chain: Some(chain), outcome: None, on_done }
     }
-}
-
-/// A chained write: skipped (cancelled) once the chain is broken, and breaks it when it
-/// falls short of its bytes or fails.
-fn write_in_chain(fd: Fd, chain: &WriteChain, bufs: Vec<Borrowed>, position: Option<u64>) -> Result<usize, ReadError> {
-    if chain.is_broken() {
-        drop(bufs); // the caller's bytes go before anyone hears of it
-        return Err(ReadError::Cancelled);
-    }
-    let total: usize = bufs.iter().map(|b| b.as_slice().len()).sum();
-    let outcome = write_all(fd, &bufs, position);
-    if !matches!(outcome, Ok(n) if n == total) {
-        chain.r#break();
-    }
-    outcome
 }
 
 /// Writes all of `bufs`, as libuv's `uv__fs_write_all`.
@@ -128,6 +89,12 @@ fn write_all(fd: Fd, bufs: &[Borrowed], mut position: Option<u64>) -> Result<usi
         }
     }
     Ok(written)
+}
+
+/// A write of `chain`: cancelled, unwritten, once the chain is broken ([`WriteChain`]).
+fn write_in_chain(fd: Fd, chain: &WriteChain, bufs: Vec<Borrowed>, position: Option<u64>) -> Result<usize, ReadError> {
+    let total: usize = bufs.iter().map(|b| b.as_slice().len()).sum();
+    chain.run(total, || write_all(fd, &bufs, position)).unwrap_or(Err(ReadError::Cancelled))
 }
 
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> Job for FdJob<F> {

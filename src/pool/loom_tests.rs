@@ -353,3 +353,59 @@ fn loom_two_workers_two_jobs() {
         assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
     });
 }
+
+/// A write of a [`WriteChain`] in keyed, in-order flow 7, ending one way or the other.
+struct ChainedProbe {
+    chain: Arc<crate::jobs::write_chain::WriteChain>,
+    fails: bool,
+    ran: Arc<AtomicUsize>,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Job for ChainedProbe {
+    fn step(&mut self) -> Step {
+        let (fails, ran) = (self.fails, &self.ran);
+        self.chain.run(1, || {
+            ran.fetch_add(1, Ordering::SeqCst);
+            if fails {
+                Err(())
+            } else {
+                Ok(1)
+            }
+        });
+        Step { bytes: 1, done: true }
+    }
+    fn flow(&self) -> Option<u64> {
+        Some(7)
+    }
+    fn in_order(&self) -> bool {
+        true
+    }
+    fn complete(self: Box<Self>) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+    }
+    fn cancel(self: Box<Self>) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A WriteStream's queued write behind one that fails, on two workers: whichever worker
+/// takes it, it never runs (nothing lands after the failed write), and both end.
+#[test]
+fn loom_chain_stops_after_a_failed_write() {
+    loom::model(|| {
+        let pool = Pool::new(2, 1);
+        let chain = Arc::new(crate::jobs::write_chain::WriteChain::default());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let ended = Arc::new(AtomicUsize::new(0));
+        for fails in [true, false] {
+            let (chain, ran, ended) = (chain.clone(), ran.clone(), ended.clone());
+            pool.submit(Box::new(ChainedProbe { chain, fails, ran, ended }));
+        }
+        while ended.load(Ordering::SeqCst) < 2 {
+            loom::thread::yield_now();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "only the failing write ran");
+        drop(pool);
+    });
+}
