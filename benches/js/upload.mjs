@@ -23,7 +23,7 @@ const LIBS = ['node:fs', 'node:fs UV64', 'fairfs']
  * pool ("uuid"); "no-fs memory": multer's memory storage, no file system at all, the
  * most any file system could give this endpoint beside the hashes.
  */
-const SIDES = [...LIBS, ...LIBS.map((lib) => `${lib} uuid`), 'no-fs memory', 'node:fs idle', 'fairfs idle']
+const SIDES = [...LIBS, ...LIBS.map((lib) => `${lib} uuid`), 'fairfs uuid behind', 'no-fs memory', 'node:fs idle', 'fairfs idle']
 
 function startServer(side, dir) {
   const [lib, ...variants] = side.split(' ')
@@ -33,6 +33,7 @@ function startServer(side, dir) {
   if (variants.includes('UV64')) env.UV_THREADPOOL_SIZE = '64'
   if (variants.includes('uuid')) env.FAIRFS_BENCH_NAMES = 'uuid'
   if (variants.includes('memory')) env.FAIRFS_BENCH_STORAGE = 'memory'
+  if (variants.includes('behind')) env.FAIRFS_BENCH_WRITE_BEHIND = '1'
   return launchServer('upload', dir, { execArgv, env })
 }
 
@@ -86,6 +87,7 @@ export async function run({ quick, progress }) {
     { label: 'uploads/s beside 4 pbkdf2: fairfs ÷ node:fs UV_THREADPOOL_SIZE=64', value: med('fairfs', 'requests') / med('node:fs UV64', 'requests') },
     { label: 'the same, uuid names: fairfs ÷ node:fs', value: med('fairfs uuid', 'requests') / med('node:fs uuid', 'requests') },
     { label: 'the same, uuid names: fairfs ÷ node:fs UV_THREADPOOL_SIZE=64', value: med('fairfs uuid', 'requests') / med('node:fs UV64 uuid', 'requests') },
+    { label: 'the same, uuid names, fairfs with configure({ writeBehind: true }) ÷ node:fs', value: med('fairfs uuid behind', 'requests') / med('node:fs uuid', 'requests') },
     { label: 'no file system at all (multer memory storage) beside 4 pbkdf2 ÷ node:fs: the most any fs could reach', value: med('no-fs memory', 'requests') / med('node:fs', 'requests') },
     { label: 'uploads/s idle: fairfs ÷ node:fs', value: med('fairfs idle', 'requests') / med('node:fs idle', 'requests') },
     { label: 'pbkdf2 hashes/s beside the uploads: fairfs ÷ node:fs', value: med('fairfs', 'hashesPerSec') / med('node:fs', 'hashesPerSec') },
@@ -94,6 +96,7 @@ export async function run({ quick, progress }) {
     notes: [
       `Server: express 5 + multer 2 disk storage (benches/js/server/upload-server.mjs), one process per measurement, keeping ${HASHES} crypto.pbkdf2 hashes (sha512, 20,000 iterations) in flight, or none ("idle"). Every upload is checked to be on disk whole.`,
       '"no-fs memory" keeps each upload in memory (multer.memoryStorage()): no file system call at all, so its rate beside the hashes bounds what any file system can give this endpoint in this process on this machine.',
+      '"behind": fairfs with configure({ writeBehind: true }) (a WriteStream\'s next chunk queued behind the write running).',
       'multer names each file with crypto.randomBytes(16, callback), one trip through libuv\'s pool per upload that fairfs does not take; "uuid" sides name it with crypto.randomUUID() (no pool) instead, to show the file system\'s part alone.',
       `Load: autocannon posting a 64 KiB file as multipart/form-data over ${CONNECTIONS} keep-alive connections for ${durationMs} ms, in a process of its own. ${rounds} interleaved rounds; medians.`,
     ],

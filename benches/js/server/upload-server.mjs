@@ -16,6 +16,8 @@ const filename = process.env.FAIRFS_BENCH_NAMES === 'uuid' ? (req, file, cb) => 
 // FAIRFS_BENCH_STORAGE=memory keeps uploads in memory: no file system at all, the
 // endpoint's ceiling beside the hashes.
 const storage = process.env.FAIRFS_BENCH_STORAGE === 'memory' ? multer.memoryStorage() : multer.diskStorage({ destination: dest, filename })
+// FAIRFS_BENCH_WRITE_BEHIND=1 (with fairfs/register): configure({ writeBehind: true }).
+if (process.env.FAIRFS_BENCH_WRITE_BEHIND === '1') (await import('fairfs')).default.configure({ writeBehind: true })
 const upload = multer({ storage })
 const app = express()
 app.post('/upload', upload.single('file'), (req, res) => {
