@@ -83,7 +83,8 @@ function write(fd, buffer, offsetOrOptions, length, position, callback) {
         length > buffer.byteLength - offset || (position !== null && !isPosition(position))) {
       return Reflect.apply(node.write, this, arguments) // node:fs's error for it
     }
-    const view = Buffer.from(buffer.buffer, buffer.byteOffset + offset, length)
+    // The caller's Buffer itself when the write takes all of it (no view to make).
+    const view = Buffer.isBuffer(buffer) && offset === 0 && length === buffer.length ? buffer : Buffer.from(buffer.buffer, buffer.byteOffset + offset, length)
     submit(native.writeBuffers(fd, [view], position ?? -1), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
     return
   }

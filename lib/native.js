@@ -7,8 +7,12 @@ const { AsyncResource } = require('node:async_hooks')
 const binding = require('../binding.js')
 const { uvError, fileTooLarge, internalError } = require('./errors')
 
-/** Requests in flight from this thread: id -> Request. */
-const inFlight = new Map()
+/**
+ * Requests in flight from this thread: id -> Request. One entry (id -1, never a
+ * request's) stays, so that removing the last request does not make V8 shrink and
+ * reallocate the table, as it does on every round trip of a lone caller.
+ */
+const inFlight = new Map([[-1, null]])
 
 /** A Request emits its async_hooks destroy once its handler has run, as node:fs's do. */
 const kManualDestroy = { requireManualDestroy: true }
