@@ -22,8 +22,9 @@ pub enum FdOp {
     /// Write every byte of `bufs` in order, at `position` (then on from there) or at
     /// the fd's position: libuv's `uv__fs_write_all`, which writes again after a short
     /// write, and after an error that follows some bytes reports the bytes (the next
-    /// call meets the error).
-    Write { bufs: Vec<Borrowed>, position: Option<u64> },
+    /// call meets the error). A write of a `chain` (a WriteStream's) runs only while
+    /// the chain is whole ([`WriteChain`]).
+    Write { bufs: Vec<Borrowed>, position: Option<u64>, chain: Option<Arc<WriteChain>> },
     /// `fsync`, or `fdatasync` with `data_only`.
     Sync { data_only: bool },
     /// `close`.
@@ -41,20 +42,13 @@ pub fn fd_flow(fd: Fd) -> u64 {
 pub struct FdJob<F> {
     fd: Fd,
     op: Option<FdOp>,
-    /// A stream's write: it runs only while the chain is whole.
-    chain: Option<Arc<WriteChain>>,
     outcome: Option<Result<usize, ReadError>>,
     on_done: F,
 }
 
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> FdJob<F> {
     pub fn new(fd: Fd, op: FdOp, on_done: F) -> Self {
-        FdJob { fd, op: Some(op), chain: None, outcome: None, on_done }
-    }
-
-    /// A write of `chain` ([`WriteChain`]).
-    pub fn chained(fd: Fd, op: FdOp, chain: Arc<WriteChain>, on_done: F) -> Self {
-        FdJob { fd, op: Some(op), chain: Some(chain), outcome: None, on_done }
+        FdJob { fd, op: Some(op), outcome: None, on_done }
     }
 }
 
@@ -100,10 +94,8 @@ fn write_in_chain(fd: Fd, chain: &WriteChain, bufs: Vec<Borrowed>, position: Opt
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> Job for FdJob<F> {
     fn step(&mut self) -> Step {
         let outcome = match self.op.take().expect("an FdJob runs once") {
-            FdOp::Write { bufs, position } => match &self.chain {
-                Some(chain) => write_in_chain(self.fd, chain, bufs, position),
-                None => write_all(self.fd, &bufs, position),
-            },
+            FdOp::Write { bufs, position, chain: Some(chain) } => write_in_chain(self.fd, &chain, bufs, position),
+            FdOp::Write { bufs, position, chain: None } => write_all(self.fd, &bufs, position),
             FdOp::Sync { data_only: false } => sys::write::fsync(self.fd).map(|()| 0).map_err(Into::into),
             FdOp::Sync { data_only: true } => sys::write::fdatasync(self.fd).map(|()| 0).map_err(Into::into),
             FdOp::Close => sys::close(self.fd).map(|()| 0).map_err(Into::into),
@@ -151,7 +143,16 @@ mod tests {
     }
 
     fn write(bufs: &[&[u8]], position: Option<u64>) -> FdOp {
-        FdOp::Write { bufs: bufs.iter().map(|b| Borrowed::owned(b.to_vec())).collect(), position }
+        FdOp::Write { bufs: bufs.iter().map(|b| Borrowed::owned(b.to_vec())).collect(), position, chain: None }
+    }
+
+    /// A write of `bufs` at the fd's position, in `chain`.
+    fn chained(bufs: &[&[u8]], chain: &Arc<WriteChain>) -> FdOp {
+        FdOp::Write {
+            bufs: bufs.iter().map(|b| Borrowed::owned(b.to_vec())).collect(),
+            position: None,
+            chain: Some(chain.clone()),
+        }
     }
 
     #[test]
@@ -180,13 +181,8 @@ mod tests {
         let file = std::fs::File::create(&p).unwrap();
         let fd = file.as_raw_fd();
         let chain = Arc::new(WriteChain::default());
-        let chained = |op| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            pool.submit(Box::new(FdJob::chained(fd, op, chain.clone(), move |o| tx.send(o).unwrap())));
-            rx
-        };
-        let first = chained(write(&[b"ab", b"cd"], None));
-        let second = chained(write(&[b"ef"], None));
+        let first = run(&pool, fd, chained(&[b"ab", b"cd"], &chain));
+        let second = run(&pool, fd, chained(&[b"ef"], &chain));
         assert_eq!(first.recv().unwrap(), Ok(4));
         assert_eq!(second.recv().unwrap(), Ok(2));
         assert!(!chain.is_broken(), "whole writes keep the chain");
@@ -194,11 +190,9 @@ mod tests {
         // run (an unchained one on the same fd still meets EBADF).
         let read_only = std::fs::File::open(&p).unwrap();
         let ro = read_only.as_raw_fd();
-        let (tx, failed) = std::sync::mpsc::channel();
         let chain = Arc::new(WriteChain::default());
-        pool.submit(Box::new(FdJob::chained(ro, write(&[b"x"], None), chain.clone(), move |o| tx.send(o).unwrap())));
-        let (tx, skipped) = std::sync::mpsc::channel();
-        pool.submit(Box::new(FdJob::chained(ro, write(&[b"y"], None), chain.clone(), move |o| tx.send(o).unwrap())));
+        let failed = run(&pool, ro, chained(&[b"x"], &chain));
+        let skipped = run(&pool, ro, chained(&[b"y"], &chain));
         let plain = run(&pool, ro, write(&[b"z"], None));
         let ebadf = Err(ReadError::Io(crate::FsError::new(libc::EBADF, crate::Syscall::Write)));
         assert_eq!(failed.recv().unwrap(), ebadf);

@@ -336,7 +336,7 @@ pub fn write_fd(env: Env, fd: i32, data: BufferSlice, flush: bool, write_empty: 
 #[napi]
 pub fn write_buffers(env: Env, fd: i32, buffers: Vec<BufferSlice>, position: f64) -> Result<f64> {
     let position = (position >= 0.0).then_some(position as u64);
-    writes::submit_fd_write(&env, fd, &buffers, position)
+    writes::submit_fd_write(&env, fd, &buffers, position, None)
 }
 
 /// A new chain for a WriteStream's writes (`WriteChain`): once one of its writes falls
@@ -358,7 +358,7 @@ pub fn write_chained(
     position: f64,
 ) -> Result<f64> {
     let position = (position >= 0.0).then_some(position as u64);
-    writes::submit_chained_write(&env, (**chain).clone(), fd, &buffers, position)
+    writes::submit_fd_write(&env, fd, &buffers, position, Some((**chain).clone()))
 }
 
 /// `fs.fsync`, or `fs.fdatasync` with `dataOnly`, after the fd's earlier requests.

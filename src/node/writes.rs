@@ -86,49 +86,40 @@ pub(super) fn submit_write(
     })
 }
 
-/// Runs `op` on `fd` after the fd's earlier requests, as a write of `chain` if given;
-/// the outcome is the bytes written (a write) or nothing.
+/// Runs `op` on `fd` after the fd's earlier requests; the outcome is the bytes written
+/// (a write) or nothing.
 fn submit_fd_op(
     env: &Env,
     fd: i32,
     buffers: &[BufferSlice],
     op: impl FnOnce(Vec<Borrowed>) -> FdOp,
     count: bool,
-    chain: Option<Arc<WriteChain>>,
 ) -> Result<f64> {
     // Every ordered request on one fd goes to one pool, whatever the mounts do meanwhile.
     submit_borrowing(env, crate::lanes::of_ordered_fd(fd), buffers, |bytes, deliver| {
-        let on_done = move |outcome| {
+        Box::new(FdJob::new(fd, op(bytes), move |outcome| {
             deliver(match outcome {
                 Err(ReadError::Cancelled) => Delivered::Cancelled,
                 outcome if count => Delivered::Written(outcome),
                 outcome => Delivered::Done(outcome.map(|_| ())),
             })
-        };
-        match chain {
-            Some(chain) => Box::new(FdJob::chained(fd, op(bytes), chain, on_done)),
-            None => Box::new(FdJob::new(fd, op(bytes), on_done)),
-        }
+        }))
     })
 }
 
-/// `fs.write` / `fs.writev`: every byte of `buffers` at `position` (`None`: the fd's).
-pub(super) fn submit_fd_write(env: &Env, fd: i32, buffers: &[BufferSlice], position: Option<u64>) -> Result<f64> {
-    submit_fd_op(env, fd, buffers, |bufs| FdOp::Write { bufs, position }, true, None)
-}
-
-/// A WriteStream's write, as a write of `chain` (`WriteChain`).
-pub(super) fn submit_chained_write(
+/// `fs.write` / `fs.writev`: every byte of `buffers` at `position` (`None`: the fd's);
+/// a WriteStream's write is one of its `chain` (`WriteChain`).
+pub(super) fn submit_fd_write(
     env: &Env,
-    chain: Arc<WriteChain>,
     fd: i32,
     buffers: &[BufferSlice],
     position: Option<u64>,
+    chain: Option<Arc<WriteChain>>,
 ) -> Result<f64> {
-    submit_fd_op(env, fd, buffers, |bufs| FdOp::Write { bufs, position }, true, Some(chain))
+    submit_fd_op(env, fd, buffers, |bufs| FdOp::Write { bufs, position, chain }, true)
 }
 
 /// `fs.fsync` / `fs.fdatasync` (`data_only`) / `fs.close` (`close`).
 pub(super) fn submit_fd_call(env: &Env, fd: i32, op: FdOp) -> Result<f64> {
-    submit_fd_op(env, fd, &[], |_| op, false, None)
+    submit_fd_op(env, fd, &[], |_| op, false)
 }
