@@ -4,7 +4,8 @@
 // registry the first time (benches/js/peers/fetch.mjs), never during npm install.
 
 import path from 'node:path'
-import { execFile } from 'node:child_process'
+import fs from 'node:fs'
+import { execFile, execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ratioTable, interleave, makeTmpDir, removeTmpDir } from './common.mjs'
 import { peerBinary } from './peers/fetch.mjs'
@@ -46,6 +47,7 @@ export async function run({ quick, progress }) {
     notes: [
       'Each runtime runs benches/js/peers/probe.mjs in a fresh process of its own: ten 16 MiB files, a thousand 1 KiB files and one 256 MiB file, all in the page cache.',
       `${rounds} interleaved rounds after a warm-up; medians (min–max). APIs: fs.promises.readFile and fs.createReadStream (node:fs, fairfs), Bun.file().bytes() and .stream(), Deno.readFile and Deno.open().readable (their own chunk sizes: no highWaterMark rows).`,
+      'Writes (benches/js/peers/write-probe.mjs): each round runs the writeFile cases in one fresh process per runtime, then its WriteStream in another, to a new file after `sync`; fairfs with writeBehind streams in a process of its own too.',
     ],
     tables: [caseTable(samples, rounds), writeTable(writes, rounds), ratioTable(ratios)],
     ratios,
@@ -59,24 +61,48 @@ const WRITE_CASES = [
   ['write16Mc10', '16 MiB writeFile c=10, files/s'],
   ['write1Kc1', '1 KiB writeFile c=1, files/s'],
   ['stream64K', '256 MiB WriteStream, 64 KiB writes, GB/s'],
-  ['stream64KBehind', 'the same, fairfs with configure({ writeBehind: true }) (its process\'s second stream), GB/s'],
+  ['stream64KBehind', 'the same, fairfs with configure({ writeBehind: true }), GB/s'],
 ]
 
-/** The write probe in each side's runtime, fresh processes, rounds interleaved. */
+/**
+ * The write probe in each side's runtime, fresh processes, rounds interleaved: the
+ * writeFile cases in one process, then the stream in another, in an empty directory
+ * after `sync` (the files written before it would otherwise be written back during
+ * it, more for a runtime that wrote more). fairfs streams a second time with
+ * writeBehind, as a side of its own.
+ */
 async function writeSides(sides, { quick, progress, rounds }) {
   const dir = makeTmpDir('write-probes')
+  const [, ff] = Object.keys(sides)
+  const runs = { ...sides, [BEHIND]: sides[ff] }
+  const probeIn = (side, part, where) => {
+    const [cmd, args] = runs[side]
+    // The same runtime arguments, the write probe in place of the read probe.
+    const own = args.map((a) => (a === probe ? writeProbe : a === 'fairfs' && side === BEHIND ? 'fairfs-behind' : a))
+    return new Promise((resolve, reject) => execFile(cmd, [...own, where, quick ? '1' : '0', part], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd}: ${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout.trim().split('\n').pop()))))
+  }
   try {
-    return await interleave(Object.keys(sides), rounds, (side) => {
-      const [cmd, args] = sides[side]
-      // The same runtime arguments, the write probe in place of the read probe.
-      const own = args.map((a) => (a === probe ? writeProbe : a))
-      return new Promise((resolve, reject) => execFile(cmd, [...own, dir, quick ? '1' : '0'], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
-        err ? reject(new Error(`${cmd}: ${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout.trim().split('\n').pop()))))
+    const samples = await interleave(Object.keys(runs), rounds, async (side) => {
+      const files = side === BEHIND ? {} : await probeIn(side, 'files', dir)
+      const own = fs.mkdtempSync(path.join(dir, 'stream-'))
+      try {
+        execFileSync('sync')
+        return { ...files, ...(await probeIn(side, 'stream', own)) }
+      } finally {
+        fs.rmSync(own, { recursive: true, force: true })
+      }
     }, (p) => progress(`writes ${p}`))
+    // writeBehind's streams are the fairfs side's second figure.
+    samples[ff].forEach((s, i) => { s.stream64KBehind = samples[BEHIND][i].stream64K })
+    delete samples[BEHIND]
+    return samples
   } finally {
     removeTmpDir(dir)
   }
 }
+
+const BEHIND = 'fairfs writeBehind'
 
 function writeTable(samples, rounds) {
   const names = Object.keys(samples)

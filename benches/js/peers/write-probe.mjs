@@ -1,21 +1,25 @@
 // One fresh process's write measurements, run by node, Bun or Deno alike, through the
 // node:fs API each runtime offers (what a server's code calls):
-//   <runtime> write-probe.mjs <api> <dir> <quick>
-// <api> is node (node:fs), fairfs (node:fs after fairfs.install()), bun or deno (their
-// node:fs). Writes files of its own under <dir>. Prints one JSON line. fairfs also
-// streams with configure({ writeBehind: true }), after its other cases.
+//   <runtime> write-probe.mjs <api> <dir> <quick> <part>
+// <api> is node (node:fs), fairfs (node:fs after fairfs.install()), fairfs-behind (the
+// same with configure({ writeBehind: true })), bun or deno (their node:fs). <part> is
+// `files` (the writeFile cases) or `stream` (one WriteStream to a new file; the harness runs it in a process of
+// its own, in an empty <dir>, after `sync`, so that no runtime's stream pays for the
+// writeback of the files written before it). Writes files
+// of its own under <dir>. Prints one JSON line.
 import process from 'node:process'
 import fs from 'node:fs'
 import { Buffer } from 'node:buffer'
 import { createRequire } from 'node:module'
 
-const [api, dir, quickArg] = process.argv.slice(2)
+const [api, dir, quickArg, part] = process.argv.slice(2)
 const quick = quickArg === '1'
 const ms = quick ? 400 : 1500
 const KiB = 1024
 const MiB = 1024 * KiB
-const fairfs = api === 'fairfs' ? createRequire(import.meta.url)('../../../index.js') : null
+const fairfs = api.startsWith('fairfs') ? createRequire(import.meta.url)('../../../index.js') : null
 fairfs?.install()
+if (api === 'fairfs-behind') fairfs.configure({ writeBehind: true })
 
 /** writeFile/s of `size` bytes, `concurrency` loops each rewriting a file of its own. */
 async function rate(size, concurrency) {
@@ -51,14 +55,12 @@ async function stream(chunk, total) {
   return total / ((performance.now() - t0) / 1000) / 1e9
 }
 
-const out = {
-  write16Mc1: await rate(16 * MiB, 1),
-  write16Mc10: await rate(16 * MiB, 10),
-  write1Kc1: await rate(KiB, 1),
-  stream64K: await stream(64 * KiB, (quick ? 64 : 256) * MiB),
+if (part === 'files') {
+  console.log(JSON.stringify({
+    write16Mc1: await rate(16 * MiB, 1),
+    write16Mc10: await rate(16 * MiB, 10),
+    write1Kc1: await rate(KiB, 1),
+  }))
+} else if (part === 'stream') {
+  console.log(JSON.stringify({ stream64K: await stream(64 * KiB, (quick ? 64 : 256) * MiB) }))
 }
-if (fairfs) {
-  fairfs.configure({ writeBehind: true })
-  out.stream64KBehind = await stream(64 * KiB, (quick ? 64 : 256) * MiB)
-}
-console.log(JSON.stringify(out))
