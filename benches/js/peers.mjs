@@ -9,7 +9,7 @@ import { execFile, execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ratioTable, interleave, makeTmpDir, removeTmpDir } from './common.mjs'
 import { peerBinary } from './peers/fetch.mjs'
-import { probe, probeSides, med, caseTable } from './probes.mjs'
+import { probe, probeSides, runProbe, med, caseTable } from './probes.mjs'
 
 export const name = 'peers'
 export const title = 'peers: readFile and streams in node:fs, fairfs, Bun and Deno'
@@ -64,6 +64,9 @@ const WRITE_CASES = [
   ['stream64KBehind', 'the same, fairfs with configure({ writeBehind: true }), GB/s'],
 ]
 
+/** The side of fairfs's streams with configure({ writeBehind: true }). */
+const BEHIND = 'fairfs writeBehind'
+
 /**
  * The write probe in each side's runtime, fresh processes, rounds interleaved: the
  * writeFile cases in one process, then the stream in another, in an empty directory
@@ -74,13 +77,12 @@ const WRITE_CASES = [
 async function writeSides(sides, { quick, progress, rounds }) {
   const dir = makeTmpDir('write-probes')
   const [, ff] = Object.keys(sides)
-  const runs = { ...sides, [BEHIND]: sides[ff] }
+  const [ffCmd, ffArgs] = sides[ff]
+  const runs = { ...sides, [BEHIND]: [ffCmd, ffArgs.map((a) => (a === 'fairfs' ? 'fairfs-behind' : a))] }
   const probeIn = (side, part, where) => {
     const [cmd, args] = runs[side]
     // The same runtime arguments, the write probe in place of the read probe.
-    const own = args.map((a) => (a === probe ? writeProbe : a === 'fairfs' && side === BEHIND ? 'fairfs-behind' : a))
-    return new Promise((resolve, reject) => execFile(cmd, [...own, where, quick ? '1' : '0', part], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${cmd}: ${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout.trim().split('\n').pop()))))
+    return runProbe(cmd, [...args.map((a) => (a === probe ? writeProbe : a)), where, quick ? '1' : '0', part])
   }
   try {
     const samples = await interleave(Object.keys(runs), rounds, async (side) => {
@@ -101,8 +103,6 @@ async function writeSides(sides, { quick, progress, rounds }) {
     removeTmpDir(dir)
   }
 }
-
-const BEHIND = 'fairfs writeBehind'
 
 function writeTable(samples, rounds) {
   const names = Object.keys(samples)

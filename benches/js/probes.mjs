@@ -31,7 +31,8 @@ export const CASES = [
   ['peakRssMB', 'peak RSS of the process, MB', false],
 ]
 
-function runProbe(cmd, args) {
+/** Runs a probe process and gives the JSON of its last line of output. */
+export function runProbe(cmd, args) {
   return new Promise((resolve, reject) => {
     execFile(cmd, args, { maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`))

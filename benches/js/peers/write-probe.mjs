@@ -3,10 +3,10 @@
 //   <runtime> write-probe.mjs <api> <dir> <quick> <part>
 // <api> is node (node:fs), fairfs (node:fs after fairfs.install()), fairfs-behind (the
 // same with configure({ writeBehind: true })), bun or deno (their node:fs). <part> is
-// `files` (the writeFile cases) or `stream` (one WriteStream to a new file; the harness runs it in a process of
-// its own, in an empty <dir>, after `sync`, so that no runtime's stream pays for the
-// writeback of the files written before it). Writes files
-// of its own under <dir>. Prints one JSON line.
+// `files` (the writeFile cases) or `stream` (one WriteStream to a new file; the harness
+// runs it in a process of its own, in an empty <dir>, after `sync`, so that no
+// runtime's stream pays for the writeback of the files written before it). Writes
+// files of its own under <dir>. Prints one JSON line.
 import process from 'node:process'
 import fs from 'node:fs'
 import { Buffer } from 'node:buffer'
@@ -63,4 +63,6 @@ if (part === 'files') {
   }))
 } else if (part === 'stream') {
   console.log(JSON.stringify({ stream64K: await stream(64 * KiB, (quick ? 64 : 256) * MiB) }))
+} else {
+  throw new Error(`write-probe.mjs: <part> is files or stream, not ${part}`)
 }
