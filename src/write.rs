@@ -17,15 +17,14 @@
 //! * Errors are libuv's: a write that fails after a short one leaves the bytes the
 //!   kernel took (a full disk, a file size limit), and reports the error.
 //! * With `flush`, `fsync` runs after the last byte, before the close.
-//! * **Rewrites in place.** A path opened to be truncated (`w`, `w+`) is opened
-//!   without `O_TRUNC` and, if it is a regular file with bytes, written over from the
-//!   start and then cut to the bytes written (as Bun does). Truncating first frees
-//!   every cached page of the old file and the write then allocates and zeroes new
-//!   ones; writing over them reuses them (a 16 MiB rewrite ran several times faster).
-//!   The file ends the same, and a failed or cancelled write is cut where it stopped,
-//!   so it leaves what node:fs's would. What differs is what a concurrent reader of
-//!   the file sees meanwhile: old bytes past the new ones, where node:fs's truncation
-//!   shows a short file (neither is a whole file: readers need write-then-rename).
+//! * **Truncates at open**, as node:fs does: `w` opens with `O_TRUNC`. The file
+//!   states a crash, an exit, a full disk or a second writer can leave are then the
+//!   ones node:fs leaves (empty, or a prefix of the new bytes), and file systems that
+//!   act on `O_TRUNC` itself (tracefs, overlayfs's copy-up, FUSE) see what they expect.
+//!   A rewrite in place (no `O_TRUNC`, then cut) was faster on ext4 and was removed: a
+//!   crash or a racing writer could leave new bytes over a stale old tail.
+//! * **Short writes count.** Bytes the kernel took before an error stay counted and
+//!   on disk; nothing is cut back.
 
 use std::ffi::CString;
 
@@ -79,21 +78,12 @@ struct OpenFile {
     owned: bool,
     /// Opened for appending: the rest goes in one step.
     append: bool,
-    /// A regular file opened to be truncated but rewritten in place: its size then. It
-    /// is cut to the bytes written, where they are fewer, once they are all written or
-    /// when the write stops short (a rewrite of the same length cuts nothing).
-    rewrite: Option<u64>,
-    /// Bytes written so far.
-    at: u64,
 }
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        // Failed and cancelled writes end here: a rewrite is cut where it stopped, as
-        // node:fs's truncated file would end. A close error has nobody to go to.
-        if self.rewrite.is_some_and(|old| self.at < old) {
-            let _ = sys::write::truncate(self.fd, self.at);
-        }
+        // Failed and cancelled writes end here, leaving what the kernel took, as
+        // node:fs's do. A close error has nobody to go to.
         if self.owned {
             let _ = sys::close(self.fd);
         }
@@ -177,22 +167,22 @@ impl FileWrite {
         }
         let mut done = 0;
         while done < want {
-            match sys::write::write(file.fd, &rest[done..want])? {
+            match sys::write::write(file.fd, &rest[done..want]) {
                 // Nothing taken and no error (not seen from regular files): try again
                 // next step, as node:fs's writeAll calls write again.
-                0 => break,
-                n => done += n,
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) => {
+                    // A short write, then the error (ENOSPC, EFBIG, EDQUOT): the bytes
+                    // taken stay written, as after node:fs's writeAll.
+                    self.written += done;
+                    return Err(e.into());
+                }
             }
         }
         self.written += done;
-        file.at = self.written as u64;
         if self.written < data.len() {
             return Ok((done, false));
-        }
-        if let Some(old) = file.rewrite.take() {
-            if file.at < old {
-                sys::write::truncate(file.fd, file.at)?;
-            }
         }
         if self.limits.flush {
             sys::write::fsync(file.fd)?;
@@ -218,23 +208,10 @@ impl FileWrite {
 fn open(target: &Target) -> Result<OpenFile, FsError> {
     match target {
         Target::Path { path, flags, mode } => {
-            let append = flags & libc::O_APPEND != 0;
-            // Rewritten in place instead (see the module's notes), where the open may
-            // write and would truncate.
-            let in_place = flags & libc::O_TRUNC != 0 && !append && flags & libc::O_ACCMODE != libc::O_RDONLY;
-            let fd = sys::open(path, if in_place { flags & !libc::O_TRUNC } else { *flags }, *mode)?;
-            let mut file = OpenFile { fd, owned: true, append, rewrite: None, at: 0 };
-            if in_place {
-                // What O_TRUNC would have cut: a regular file's bytes (a FIFO or device
-                // ignores O_TRUNC, and an empty file has nothing to cut).
-                let st = sys::fstat(fd)?; // the OpenFile closes the fd on an error
-                file.rewrite = (st.is_regular && st.size > 0).then_some(st.size);
-            }
-            Ok(file)
+            let fd = sys::open(path, *flags, *mode)?;
+            Ok(OpenFile { fd, owned: true, append: flags & libc::O_APPEND != 0 })
         }
-        Target::Fd(fd) => {
-            Ok(OpenFile { fd: *fd, owned: false, append: sys::write::is_append(*fd)?, rewrite: None, at: 0 })
-        }
+        Target::Fd(fd) => Ok(OpenFile { fd: *fd, owned: false, append: sys::write::is_append(*fd)? }),
     }
 }
 
@@ -305,25 +282,22 @@ mod tests {
     }
 
     #[test]
-    fn a_rewrite_in_place_ends_as_a_truncating_write_would_even_when_it_stops_short() {
+    fn a_truncating_write_truncates_at_open_and_a_stopped_one_leaves_a_prefix() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         let limits = WriteLimits { chunk_size: 4, ..Default::default() };
         std::fs::write(&p, b"old old old old old").unwrap();
         write_all(path_target(&p, W), b"new", limits).0.unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new", "cut to what was written");
-        std::fs::write(&p, b"old").unwrap();
-        write_all(path_target(&p, W), b"longer than before", limits).0.unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"longer than before");
-        write_all(path_target(&p, W), b"same length, news.", limits).0.unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"same length, news.", "nothing to cut");
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
         std::fs::write(&p, b"old old old old old").unwrap();
         let mut w = FileWrite::new(path_target(&p, W), Borrowed::owned(b"abcdefgh".to_vec()), limits);
         assert_eq!(w.step().unwrap(), (4, false));
-        assert_eq!(std::fs::read(&p).unwrap(), b"abcdold old old old", "rewritten in place, not truncated first");
+        // What a crash or a second writer would find now: node:fs's state, a prefix of
+        // the new bytes with nothing of the old file after it.
+        assert_eq!(std::fs::read(&p).unwrap(), b"abcd", "truncated at open, never written over in place");
         drop(w); // cancelled
-        assert_eq!(std::fs::read(&p).unwrap(), b"abcd", "cut where it stopped, as node:fs's truncated file would be");
-        // O_EXCL still refuses an existing file; a FIFO is written as it is.
+        assert_eq!(std::fs::read(&p).unwrap(), b"abcd", "what was written stays, as node:fs's would");
+        // O_EXCL still refuses an existing file.
         let excl = W | libc::O_EXCL;
         let (outcome, _) = write_all(path_target(&p, excl), b"x", limits);
         assert_eq!(outcome, Err(ReadError::Io(FsError::new(libc::EEXIST, crate::Syscall::Open))));

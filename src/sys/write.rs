@@ -126,8 +126,9 @@ pub fn write_vectored(fd: Fd, bufs: &[&[u8]], offset: Option<u64>) -> Result<usi
     }
 }
 
-/// `ftruncate(2)`: cuts a file rewritten in place to the bytes written. Its error is
-/// reported as the write's (node:fs makes no such call; its `O_TRUNC` open cut first).
+/// `ftruncate(2)`, as libuv's copyfile cuts its destination (opened without
+/// `O_TRUNC`, so that copying a file onto itself destroys nothing). Its error is
+/// reported as the write's.
 pub fn truncate(fd: Fd, len: u64) -> Result<(), FsError> {
     loop {
         // SAFETY: ftruncate takes an fd and a length only.
