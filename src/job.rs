@@ -92,6 +92,12 @@ pub trait Job: Send + 'static {
     fn in_order(&self) -> bool {
         false
     }
+    /// Whether its keyed flow is remembered while idle until
+    /// [`crate::scheduler::FairQueue::end_key`] (a stream's, an fd's), or forgotten as
+    /// soon as none of its requests is left (one path's whole-file writes).
+    fn flow_outlives_requests(&self) -> bool {
+        true
+    }
     /// The job's side of the waits the pool manages, if it may wait at all.
     fn waits(&mut self) -> Option<&mut dyn Waits> {
         None

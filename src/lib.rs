@@ -25,6 +25,7 @@
 //! With the `node` feature, `node` adds the N-API binding used by the npm package.
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
+pub mod at_exit;
 pub mod borrowed;
 pub mod buffer_pool;
 pub mod cached;

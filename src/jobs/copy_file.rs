@@ -13,6 +13,7 @@
 
 use std::ffi::CString;
 
+use crate::at_exit::MustFinish;
 use crate::error::{FsError, ReadError, Syscall};
 use crate::job::{Data, Job, Step};
 use crate::sys::{self, Fd};
@@ -157,6 +158,8 @@ pub struct CopyFileJob<F> {
     copy: Copy,
     outcome: Option<Result<(), ReadError>>,
     on_done: F,
+    /// Exit waits for it ([`crate::at_exit`]).
+    _finish: MustFinish,
 }
 
 impl<F: FnOnce(Result<(), ReadError>) + Send + 'static> CopyFileJob<F> {
@@ -165,7 +168,7 @@ impl<F: FnOnce(Result<(), ReadError>) + Send + 'static> CopyFileJob<F> {
     pub fn new(src: CString, dst: CString, mode: u32, chunk_size: usize, on_done: F) -> Self {
         let chunk_size = chunk_size.clamp(1, crate::read::MAX_READ_SYSCALL);
         let copy = Copy { src, dst, mode, chunk_size, open: None, unlink: false };
-        CopyFileJob { copy, outcome: None, on_done }
+        CopyFileJob { copy, outcome: None, on_done, _finish: MustFinish::new() }
     }
 }
 
@@ -195,7 +198,7 @@ impl<F: FnOnce(Result<(), ReadError>) + Send + 'static> Job for CopyFileJob<F> {
     }
 
     fn complete(self: Box<Self>) {
-        let CopyFileJob { copy, outcome, on_done } = *self;
+        let CopyFileJob { copy, outcome, on_done, .. } = *self;
         // Closed (and unlinked after an error) before anyone hears of it.
         drop(copy);
         on_done(outcome.unwrap_or(Err(ReadError::Panicked)));

@@ -5,6 +5,7 @@
 
 use std::ffi::CString;
 
+use crate::at_exit::MustFinish;
 use crate::error::ReadError;
 use crate::job::Job;
 use crate::jobs::once::OnceJob;
@@ -46,7 +47,15 @@ impl Mutation {
     /// The change as a pool job; `on_done` gets its outcome, or `None` if cancelled
     /// before it ran.
     pub fn into_job(self, on_done: impl FnOnce(Option<Result<(), ReadError>>) + Send + 'static) -> Box<dyn Job> {
-        Box::new(OnceJob::new(move || (self.run(), 0), on_done))
+        // Exit waits for the change ([`crate::at_exit`]), until it ran or was cancelled.
+        let finish = MustFinish::new();
+        Box::new(OnceJob::new(
+            move || {
+                let _finish = finish;
+                (self.run(), 0)
+            },
+            on_done,
+        ))
     }
 }
 

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use crate::at_exit::MustFinish;
 use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step};
@@ -44,11 +45,13 @@ pub struct FdJob<F> {
     op: Option<FdOp>,
     outcome: Option<Result<usize, ReadError>>,
     on_done: F,
+    /// Exit waits for it ([`crate::at_exit`]).
+    _finish: MustFinish,
 }
 
 impl<F: FnOnce(Result<usize, ReadError>) + Send + 'static> FdJob<F> {
     pub fn new(fd: Fd, op: FdOp, on_done: F) -> Self {
-        FdJob { fd, op: Some(op), outcome: None, on_done }
+        FdJob { fd, op: Some(op), outcome: None, on_done, _finish: MustFinish::new() }
     }
 }
 

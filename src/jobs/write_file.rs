@@ -3,6 +3,7 @@
 //! queue and admission with the reads: a chunk written is charged its bytes as a
 //! chunk read is.
 
+use crate::at_exit::MustFinish;
 use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step, Waits};
@@ -18,11 +19,26 @@ pub struct WriteFileJob<F> {
     /// The error that ended the write early, if any.
     error: Option<ReadError>,
     on_done: F,
+    /// The keyed flow of its path's whole-file writes ([`path_flow`]), if it is not an
+    /// append.
+    path_flow: Option<u64>,
+    /// Exit waits for it ([`crate::at_exit`]).
+    _finish: MustFinish,
 }
 
 impl<F: FnOnce(Outcome) + Send + 'static> WriteFileJob<F> {
     pub fn new(target: Target, data: Borrowed, limits: WriteLimits, on_done: F) -> Self {
-        WriteFileJob { write: FileWrite::new(target, data, limits), error: None, on_done }
+        let path_flow = match &target {
+            Target::Path { path, flags, .. } if flags & libc::O_APPEND == 0 => Some(path_flow(path)),
+            _ => None,
+        };
+        WriteFileJob {
+            write: FileWrite::new(target, data, limits),
+            error: None,
+            on_done,
+            path_flow,
+            _finish: MustFinish::new(),
+        }
     }
 }
 
@@ -39,6 +55,22 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
 
     fn data(&self) -> Data {
         Data::Written
+    }
+
+    /// Whole-file writes to one path run one at a time, in the order made, so two
+    /// racing calls end as one of them, never as a mixture with holes where one's
+    /// truncate cut under the other's later chunks. Appends need no order: each lands
+    /// whole.
+    fn flow(&self) -> Option<u64> {
+        self.path_flow
+    }
+
+    fn in_order(&self) -> bool {
+        self.path_flow.is_some()
+    }
+
+    fn flow_outlives_requests(&self) -> bool {
+        false
     }
 
     /// Copies more than one chunk: the governor's limit on big copies applies to it
@@ -73,6 +105,29 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
     fn waits(&mut self) -> Option<&mut dyn Waits> {
         Some(&mut self.write)
     }
+}
+
+/// The keyed flow of the whole-file writes to `path`: a hash of its absolute, lexically
+/// normalised spelling (`//` and `.` dropped; `..` kept, since a symlink may precede
+/// it), with bit 62 set so that it meets neither a stream's flow (counted up from 1)
+/// nor an fd's (bit 63). Two spellings through a symlink are two flows; a hash that
+/// collides only orders two writes that need not be.
+pub fn path_flow(path: &std::ffi::CStr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let bytes = path.to_bytes();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    if bytes.first() != Some(&b'/') {
+        if let Ok(cwd) = std::env::current_dir() {
+            for part in cwd.as_os_str().as_encoded_bytes().split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".")
+            {
+                part.hash(&mut hasher);
+            }
+        }
+    }
+    for part in bytes.split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".") {
+        part.hash(&mut hasher);
+    }
+    (1 << 62) | (hasher.finish() & ((1 << 62) - 1))
 }
 
 /// Writes `data` to `target` through `pool` and waits for the outcome.
@@ -150,5 +205,33 @@ mod tests {
             log = &log[records[i].len()..];
         }
         assert!(seen.iter().all(|&s| s));
+    }
+
+    /// Two whole-file writes to one path at once, one long and one short, cut into
+    /// small chunks: they run in the order made, so the file ends as the second, never
+    /// with the first's later chunks past a hole the second's truncate left.
+    #[test]
+    fn racing_writes_to_one_path_run_in_call_order() {
+        let pool = Pool::new(4, 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let (long, short) = (vec![b'a'; 64 * 4096], vec![b'b'; 4096 * 3 + 5]);
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        let limits = WriteLimits { chunk_size: 4096, ..Default::default() };
+        for round in 0..20 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let spellings = [c_path(&p), c_path(&dir.path().join(".//f"))];
+            for (data, path) in [(&long, spellings[0].clone()), (&short, spellings[1].clone())] {
+                let tx = tx.clone();
+                let target = Target::Path { path, flags, mode: 0o666 };
+                submit_write(&pool, target, Borrowed::owned(data.clone()), limits, move |o| tx.send(o).unwrap());
+            }
+            rx.recv().unwrap().unwrap();
+            rx.recv().unwrap().unwrap();
+            assert!(std::fs::read(&p).unwrap() == short, "round {round}: the second write, whole");
+        }
+        assert_eq!(pool.stats().stream_flows, 0, "each path's flow forgotten once its writes are done");
+        assert_eq!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("./f"))));
+        assert_ne!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("g"))));
     }
 }

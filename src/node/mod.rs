@@ -68,6 +68,8 @@ pub fn init(env: Env, on_complete: Function<Batch, ()>, max_length: f64) -> Resu
     // this thread is the runtime's (policy::host_threads).
     crate::policy::host_threads::note_runtime_threads();
     crate::cached::prepare();
+    // Accepted writes finish before the process exits, as libuv's queued work does.
+    crate::at_exit::finish_at_exit();
     env::init_env(env, on_complete, max_length)
 }
 

@@ -147,7 +147,11 @@ impl State {
     /// Puts an admitted request in the fair queue, in its keyed flow if it has one.
     pub(super) fn enqueue(&mut self, entry: Entry) {
         match entry.job.flow() {
-            Some(key) => self.queue.push_keyed(entry, key),
+            Some(key) if entry.job.flow_outlives_requests() => self.queue.push_keyed(entry, key),
+            Some(key) => {
+                self.queue.push_keyed(entry, key);
+                self.queue.end_key(key);
+            }
             None => self.queue.push(entry),
         }
     }
