@@ -174,10 +174,10 @@ export interface ConfigureOptions {
   maxOpenFiles?: number
   /** Bytes of big files' result buffers in flight, 0..2^53-1 (default 64 MiB); more wait, but one bigger file still goes alone. */
   maxBytesInFlight?: number
-  /** The most workers a slow mount's lane grows to (NFS, SMB, FUSE, 9p: each such
-   *  mount gets a pool of its own that grows while its requests wait, and goes back
-   *  to 4 workers after an idle second), 1..1024 (default 64). Lanes already bigger
-   *  keep their workers until then. */
+  /** The most workers the lanes of slow mounts hold together (NFS, SMB, FUSE, 9p: each
+   *  such mount gets a pool of its own that grows while its requests wait, and goes
+   *  back to 4 workers after an idle second; each keeps one past the cap), 1..1024
+   *  (default 64). Lanes already bigger keep their workers until then. */
   laneThreads?: number
 }
 

@@ -26,11 +26,11 @@
 //!   fd's writes, sync and close are in one pool's queue, in order.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::job::Job;
 use crate::lent::Lent;
+use crate::pool::budget::ThreadBudget;
 use crate::pool::{global, Pool, Ticket};
 use crate::sys::Fd;
 
@@ -39,7 +39,11 @@ pub const FIRST_THREADS: usize = 4;
 /// The most workers a lane grows to unless configured.
 pub const DEFAULT_MAX_THREADS: usize = 64;
 
-static MAX_THREADS: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_THREADS);
+/// The threads every lane holds together, at most [`max_threads`].
+fn lane_threads() -> &'static ThreadBudget {
+    static BUDGET: std::sync::OnceLock<ThreadBudget> = std::sync::OnceLock::new();
+    BUDGET.get_or_init(|| ThreadBudget::new(DEFAULT_MAX_THREADS))
+}
 
 /// A lane's pool.
 struct Lane {
@@ -47,8 +51,16 @@ struct Lane {
 }
 
 static LANES: Mutex<Option<HashMap<u64, Lane>>> = Mutex::new(None);
-/// The lane of each fd with ordered requests, from its first until its close.
-static FD_LANES: Mutex<Option<HashMap<Fd, Option<u64>>>> = Mutex::new(None);
+/// The lane of each fd with ordered requests, from its first until its close, with the
+/// mount the fd was on then: an fd closed where fairfs did not see it (`closeSync`, a
+/// FileHandle's close, a library's own) and its number reused shows another mount.
+static FD_LANES: Mutex<Option<HashMap<Fd, FdLane>>> = Mutex::new(None);
+
+#[derive(Clone, Copy)]
+struct FdLane {
+    mount: Option<u64>,
+    lane: Option<u64>,
+}
 
 fn lanes() -> std::sync::MutexGuard<'static, Option<HashMap<u64, Lane>>> {
     LANES.lock().unwrap_or_else(|p| p.into_inner())
@@ -59,14 +71,20 @@ fn every_lane() -> Vec<&'static Pool> {
     lanes().iter().flat_map(|l| l.values().map(|lane| lane.pool)).collect()
 }
 
-/// The most workers a lane grows to.
+/// The most workers every lane holds together (each keeps one past it).
 pub fn max_threads() -> usize {
-    MAX_THREADS.load(Ordering::Relaxed)
+    lane_threads().cap()
 }
 
-/// Sets the most workers a lane grows to (1..=1024); lanes already bigger keep theirs.
+/// Threads the lanes hold now, together.
+pub fn threads_in_use() -> usize {
+    lane_threads().in_use()
+}
+
+/// Sets the most workers the lanes hold together (1..=1024); lanes already bigger keep
+/// theirs until they shrink.
 pub fn set_max_threads(n: usize) {
-    MAX_THREADS.store(n.clamp(1, 1024), Ordering::Relaxed);
+    lane_threads().set_cap(n.clamp(1, 1024));
     for pool in every_lane() {
         pool.set_grow_for_parts_to(max_threads());
     }
@@ -83,6 +101,13 @@ pub fn of_path(path: &std::ffi::CStr) -> Option<u64> {
     }
 }
 
+/// The lane of a call on two paths (`copyFile`, `rename`): the first's if it has one,
+/// else the second's, so that a call that may wait on either never waits in the
+/// process-wide pool. (Two remote ends: the first's lane holds it.)
+pub fn of_paths(first: &std::ffi::CStr, second: &std::ffi::CStr) -> Option<u64> {
+    of_path(first).or_else(|| of_path(second))
+}
+
 /// The lane of the remote mount `fd`'s file is on; `None`: the process-wide pool.
 pub fn of_fd(fd: Fd) -> Option<u64> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
@@ -95,10 +120,22 @@ pub fn of_fd(fd: Fd) -> Option<u64> {
 }
 
 /// The lane for `fd`'s ordered requests: the one its first such request took, until
-/// [`forget_fd`].
+/// [`forget_fd`] or until the fd is seen on another mount (closed behind fairfs's back
+/// and its number reused).
 pub fn of_ordered_fd(fd: Fd) -> Option<u64> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    let (mount, lane) = match crate::locality::fd_mount(fd) {
+        Some((mount, remote)) => (Some(mount), remote.then_some(mount)),
+        None => (None, None),
+    };
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    let (mount, lane) = (None, of_fd(fd));
     let mut map = FD_LANES.lock().unwrap_or_else(|p| p.into_inner());
-    *map.get_or_insert_with(HashMap::new).entry(fd).or_insert_with(|| of_fd(fd))
+    let entry = map.get_or_insert_with(HashMap::new).entry(fd).or_insert(FdLane { mount, lane });
+    if entry.mount != mount {
+        *entry = FdLane { mount, lane };
+    }
+    entry.lane
 }
 
 /// `fd` is closed: its next life takes the lane its mount says.
@@ -113,21 +150,31 @@ pub fn pool(lane: Option<u64>) -> &'static Pool {
     let Some(mount) = lane else { return global() };
     let mut lanes = lanes();
     let lanes = lanes.get_or_insert_with(HashMap::new);
-    lanes
-        .entry(mount)
-        .or_insert_with(|| {
-            let pool = Pool::for_lane(mount, FIRST_THREADS, global().chunk_size());
-            // Half of the process's descriptors and bytes at most: a hung mount cannot
-            // take them all. Big files read in as many parts as there are workers.
-            let limits = global().admission_limits();
-            pool.set_admission_limits(Some((limits.max_open / 2).max(1)), Some((limits.max_bytes / 2).max(1)));
-            pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
-            // A lone big read grows the lane by its parts, as a burst grows it by requests.
-            pool.set_grow_for_parts_to(max_threads());
-            // Lanes live as long as the process, and their threads are never joined.
-            Lane { pool: Box::leak(Box::new(pool)) }
-        })
-        .pool
+    lanes.entry(mount).or_insert_with(|| {
+        let pool = Pool::for_lane(mount, FIRST_THREADS, global().chunk_size(), lane_threads());
+        pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
+        // A lone big read grows the lane by its parts, as a burst grows it by requests.
+        pool.set_grow_for_parts_to(max_threads());
+        // Lanes live as long as the process, and their threads are never joined.
+        Lane { pool: Box::leak(Box::new(pool)) }
+    });
+    let made = lanes.get(&mount).expect("just made").pool;
+    share_admission(lanes);
+    made
+}
+
+/// Lanes hold half of the process's descriptors and bytes at most, together: a hung
+/// mount, or five, cannot take them all. Split evenly (at least one file and byte
+/// each), again whenever a lane is made.
+fn share_admission(lanes: &HashMap<u64, Lane>) {
+    let limits = global().admission_limits();
+    let n = lanes.len().max(1);
+    let (open, bytes) = ((limits.max_open / 2 / n).max(1), (limits.max_bytes / 2 / n as u64).max(1));
+    for lane in lanes.values() {
+        if lane.pool.admission_limits().max_open != open || lane.pool.admission_limits().max_bytes != bytes {
+            lane.pool.set_admission_limits(Some(open), Some(bytes));
+        }
+    }
 }
 
 /// Submits `jobs` to `lane`'s pool; a lane whose requests queue behind busy workers
@@ -136,12 +183,14 @@ pub fn submit_many(lane: Option<u64>, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
     let pool = pool(lane);
     let tickets = pool.submit_many(jobs);
     if lane.is_some() {
-        let queued = pool.stats().queued;
         // Under the lanes' lock, so that two submits do not both grow from one count.
         let _lanes = lanes();
+        let stats = pool.stats();
+        // A worker per request in the lane (running or queued), no more: the workers
+        // it has and those starting already count.
         let threads = pool.target_threads();
-        let want = (threads + queued).min(max_threads());
-        if queued > 0 && want > threads {
+        let want = (stats.active + stats.queued).min(max_threads());
+        if stats.queued > 0 && want > threads {
             pool.configure(Some(want), None);
         }
     }
@@ -243,8 +292,58 @@ mod tests {
         }
     }
 
+    /// The lanes share one budget of threads: their tests take turns.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    /// A test's turn, once the lanes of the tests before it are back to their first
+    /// workers (a lane grown for a burst shrinks a second after it).
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let deadline = std::time::Instant::now() + crate::pool::LANE_IDLE_AFTER * 10;
+        while threads_in_use() > FIRST_THREADS * stats().len() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        turn
+    }
+
+    /// `n` blocked jobs on each of `mounts`, released once `check` has looked.
+    fn blocked_on(mounts: &[u64], n: usize, check: impl FnOnce()) {
+        let gate = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for &mount in mounts {
+            let jobs: Vec<Box<dyn Job>> =
+                (0..n).map(|_| Box::new(Blocked(gate.clone(), tx.clone())) as Box<dyn Job>).collect();
+            submit_many(Some(mount), jobs);
+        }
+        check();
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        for _ in 0..n * mounts.len() {
+            rx.recv().unwrap();
+        }
+    }
+
+    #[test]
+    fn five_hung_lanes_hold_the_cap_together_and_a_lane_grows_by_no_more_than_its_requests() {
+        let _turn = turn();
+        const MOUNTS: [u64; 5] = [u64::MAX - 20, u64::MAX - 21, u64::MAX - 22, u64::MAX - 23, u64::MAX - 24];
+        blocked_on(&MOUNTS, 100, || {
+            let ours: usize = stats().iter().filter(|l| MOUNTS.contains(&l.mount)).map(|l| l.threads).sum();
+            // Each lane keeps one worker past the cap.
+            assert!(threads_in_use() <= max_threads() + stats().len(), "{} threads in lanes", threads_in_use());
+            assert!(ours > FIRST_THREADS * MOUNTS.len(), "grown while their requests wait ({ours})");
+        });
+        // 16 requests blocked on a fresh lane: 16 workers, not more.
+        const ONE: u64 = u64::MAX - 25;
+        blocked_on(&[ONE], 16, || {
+            let lane = stats().into_iter().find(|l| l.mount == ONE).unwrap();
+            assert!(lane.threads <= 16, "{} workers for 16 requests", lane.threads);
+        });
+    }
+
     #[test]
     fn a_lane_shrinks_back_to_its_first_workers_once_idle_and_grows_again() {
+        let _turn = turn();
         const MOUNT: u64 = u64::MAX - 8;
         let run_blocked = |n: usize| {
             let gate = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
@@ -274,6 +373,7 @@ mod tests {
 
     #[test]
     fn a_lane_grows_while_its_requests_wait_up_to_its_cap_and_tickets_know_their_lane() {
+        let _turn = turn();
         const MOUNT: u64 = u64::MAX - 7; // no real mount has this id
         let gate = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -282,7 +382,8 @@ mod tests {
         let tickets = submit_many(Some(MOUNT), jobs);
         assert!(tickets.iter().all(|t| t.lane() == Some(MOUNT)));
         let lane = stats().into_iter().find(|l| l.mount == MOUNT).unwrap();
-        assert_eq!(lane.threads, max_threads(), "100 queued: grown to the cap at once");
+        assert!(lane.threads > FIRST_THREADS, "100 queued: grown at once");
+        assert!(threads_in_use() >= max_threads(), "to what the lanes may hold together ({})", threads_in_use());
         // The process-wide pool is untouched by the lane's blocked requests.
         assert_eq!(crate::pool::global().stats().threads, crate::pool::DEFAULT_THREADS);
         *gate.0.lock().unwrap() = true;

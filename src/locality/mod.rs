@@ -83,37 +83,102 @@ pub fn mount_point(id: u64) -> Option<Vec<u8>> {
 /// The remote mount (one whose calls wait on a server or daemon: [`crate::lanes`]) that
 /// `fd`'s file is on, if any. Nothing is asked of the file system.
 pub fn remote_of_fd(fd: Fd) -> Option<u64> {
+    fd_mount(fd).and_then(|(mount, remote)| remote.then_some(mount))
+}
+
+/// `fd`'s mount id and whether it is remote, where any mount is remote (else `None`:
+/// nothing needs a lane). Nothing is asked of the file system.
+pub fn fd_mount(fd: Fd) -> Option<(u64, bool)> {
     let table = watch::current()?;
     if !table.has_remote() {
         return None;
     }
-    mount_of(&table, fd).filter(|&mount| table.is_remote(mount))
+    mount_of(&table, fd).map(|mount| (mount, table.is_remote(mount)))
 }
 
-/// The remote mount `path` is on, if any, found without waiting on any file system:
-/// from the name's lookup where the kernel has all of it cached
-/// (`openat2(O_PATH, RESOLVE_CACHED)`), else from the mount points alone, by prefix (a
-/// symlink out of a remote mount is then missed: that costs its lane, never a result).
-/// Where no mount is remote, this is one look at the table.
+/// The lane for a path whose lookup stops at a symlink the kernel cannot follow from
+/// memory: where it leads is not known without reading it, which may wait on a disk,
+/// so its request gets a lane of its own, apart from both the local pool and every
+/// mount's lane. No mount has this id.
+pub const UNRESOLVED: u64 = u64::MAX;
+
+/// The remote mount a call on `path` would wait on, if any, found where the path leads
+/// (symlinks, `..`, `//` as the kernel resolves them), without waiting on any file
+/// system: from the name's lookup where the kernel has all of it cached
+/// (`openat2(O_PATH, RESOLVE_CACHED)`), else from where that lookup stops
+/// ([`where_lookup_stops`]). Where no mount is remote, this is one look at the table.
 pub fn remote_of_path(path: &std::ffi::CStr) -> Option<u64> {
     let table = watch::current()?;
     if !table.has_remote() {
         return None;
     }
-    if let Ok(fd) = sys::open_cached(path, libc::O_PATH) {
-        let mount = mount_of(&table, fd);
-        // An O_PATH fd's close calls no file system.
-        let _ = sys::close(fd);
-        return mount.filter(|&mount| table.is_remote(mount));
+    match sys::open_cached(path, libc::O_PATH) {
+        Ok(fd) => remote_of_lookup(&table, fd),
+        // A kernel without RESOLVE_CACHED (before 5.12): the mount points alone, by
+        // prefix (a symlink out of a remote mount is then missed).
+        Err(e) if matches!(e.os, libc::ENOSYS | libc::EINVAL) => {
+            let bytes = path.to_bytes();
+            if bytes.first() == Some(&b'/') {
+                return table.remote_holder(bytes);
+            }
+            let mut absolute = std::env::current_dir().ok()?.into_os_string().into_encoded_bytes();
+            absolute.push(b'/');
+            absolute.extend_from_slice(bytes);
+            table.remote_holder(&absolute)
+        }
+        Err(_) => where_lookup_stops(&table, path.to_bytes(), 0),
     }
-    let bytes = path.to_bytes();
-    if bytes.first() == Some(&b'/') {
-        return table.remote_holder(bytes);
+}
+
+/// The remote mount of `fd` (an `O_PATH` fd, closed here: its close calls no file
+/// system), if it is remote.
+fn remote_of_lookup(table: &table::Table, fd: Fd) -> Option<u64> {
+    let mount = mount_of(table, fd);
+    let _ = sys::close(fd);
+    mount.filter(|&mount| table.is_remote(mount))
+}
+
+/// Where a call on `path`, whose lookup the kernel could not finish from memory (a
+/// name not cached, or absent, or a link not followed), would go on looking: the
+/// directory that holds its last name, found from memory, whose mount then does the
+/// rest (a create, a lookup). A parent that is not cached itself is resolved the same
+/// way, one name up. If the last name is cached but cannot be followed, it is a
+/// symlink whose target the kernel would have to read: [`UNRESOLVED`].
+///
+/// What is left unseen: a symlink not in the cache, on a local disk, that leads to a
+/// hung mount; its first lookup goes to the local pool.
+fn where_lookup_stops(table: &table::Table, path: &[u8], depth: usize) -> Option<u64> {
+    let (parent, last) = split_last(path)?;
+    let parent = std::ffi::CString::new(parent).ok()?;
+    match sys::open_cached(&parent, libc::O_PATH) {
+        Ok(dir) => {
+            let last = std::ffi::CString::new(last).ok()?;
+            if let Ok(fd) = sys::open_cached_at(dir, &last, libc::O_PATH | libc::O_NOFOLLOW) {
+                let _ = sys::close(fd);
+                let _ = sys::close(dir);
+                return Some(UNRESOLVED);
+            }
+            remote_of_lookup(table, dir)
+        }
+        // A path has at most PATH_MAX / 2 names.
+        Err(_) if depth < 4096 => where_lookup_stops(table, parent.as_bytes(), depth + 1),
+        Err(_) => None,
     }
-    let mut absolute = std::env::current_dir().ok()?.into_os_string().into_encoded_bytes();
-    absolute.push(b'/');
-    absolute.extend_from_slice(bytes);
-    table.remote_holder(&absolute)
+}
+
+/// `path` split into the directory that holds its last name and that name, lexically:
+/// `a/b/c` → (`a/b`, `c`), `/c` → (`/`, `c`), `c` → (`.`, `c`), trailing slashes
+/// dropped. `None` for `/` and the empty path.
+fn split_last(path: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = path.iter().rposition(|&b| b != b'/')? + 1;
+    let path = &path[..end];
+    match path.iter().rposition(|&b| b == b'/') {
+        None => Some((b".", path)),
+        Some(slash) => {
+            let parent_end = path[..slash].iter().rposition(|&b| b != b'/').map_or(1, |i| i + 1);
+            Some((&path[..parent_end], &path[slash + 1..]))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +208,21 @@ mod tests {
         if let Some(shm) = in_memory {
             assert!(local_mount(shm.as_raw_fd(), Use::Metadata).is_some(), "/dev/shm is tmpfs");
         }
+    }
+
+    #[test]
+    fn a_path_splits_into_the_directory_that_holds_its_last_name_and_that_name() {
+        let split = |p: &str| {
+            split_last(p.as_bytes())
+                .map(|(d, n)| (String::from_utf8_lossy(d).into_owned(), String::from_utf8_lossy(n).into_owned()))
+        };
+        let pair = |d: &str, n: &str| Some((d.to_owned(), n.to_owned()));
+        assert_eq!(split("/a/b/c"), pair("/a/b", "c"));
+        assert_eq!(split("/a//b//"), pair("/a", "b"));
+        assert_eq!(split("//c"), pair("/", "c"));
+        assert_eq!(split("c"), pair(".", "c"));
+        assert_eq!(split("a/.."), pair("a", ".."));
+        assert_eq!(split("/"), None);
+        assert_eq!(split(""), None);
     }
 }

@@ -132,19 +132,9 @@ impl Table {
     /// The mount holding absolute `path` by its mount points alone (a symlink out of
     /// it is not followed): its id, if it is remote.
     pub fn remote_holder(&self, path: &[u8]) -> Option<u64> {
-        if path.first() != Some(&b'/') {
-            return None;
-        }
-        let covers = |point: &[u8]| {
-            point == b"/" || (path.starts_with(point) && matches!(path.get(point.len()), None | Some(b'/')))
-        };
-        let mut best: Option<&(Vec<u8>, u64)> = None;
-        for entry in self.points.iter().filter(|(point, _)| covers(point)) {
-            if best.map_or(true, |b| entry.0.len() >= b.0.len()) {
-                best = Some(entry);
-            }
-        }
-        best.map(|(_, id)| *id).filter(|id| self.remote.contains(id))
+        longest_covering(path, &self.points, |(point, _)| point)
+            .map(|(_, id)| *id)
+            .filter(|id| self.remote.contains(id))
     }
 
     /// The table of `mountinfo`'s text.
@@ -241,15 +231,20 @@ fn is_local(mount: &Mount, all: &[Mount], depth: usize) -> bool {
 /// a whole-component prefix of it, the last mounted where several share that point
 /// (it hides the others). `None` for a relative path.
 fn holder<'a>(path: &[u8], all: &'a [Mount]) -> Option<&'a Mount> {
+    longest_covering(path, all, |m| &m.mount_point)
+}
+
+/// Of `entries` (in mount order), the one whose mount point (`point`) is the longest
+/// whole-component prefix of absolute `path`, the last where several share it.
+fn longest_covering<'a, T>(path: &[u8], entries: &'a [T], point: impl Fn(&T) -> &[u8]) -> Option<&'a T> {
     if path.first() != Some(&b'/') {
         return None;
     }
-    let covers =
-        |point: &[u8]| point == b"/" || (path.starts_with(point) && matches!(path.get(point.len()), None | Some(b'/')));
-    let mut best: Option<&Mount> = None;
-    for mount in all.iter().filter(|m| covers(&m.mount_point)) {
-        if best.map_or(true, |b| mount.mount_point.len() >= b.mount_point.len()) {
-            best = Some(mount);
+    let covers = |p: &[u8]| p == b"/" || (path.starts_with(p) && matches!(path.get(p.len()), None | Some(b'/')));
+    let mut best: Option<&T> = None;
+    for entry in entries.iter().filter(|e| covers(point(e))) {
+        if best.map_or(true, |b| point(entry).len() >= point(b).len()) {
+            best = Some(entry);
         }
     }
     best

@@ -403,7 +403,10 @@ pub fn mutate_path(
         (2, _) => Mutation::Mkdir { path, mode },
         _ => return Err(Error::new(Status::InvalidArg, "fairfs: unknown change")),
     };
-    let lane = crate::lanes::of_path(mutation.path());
+    let lane = match &mutation {
+        Mutation::Rename { from, to } => crate::lanes::of_paths(from, to),
+        other => crate::lanes::of_path(other.path()),
+    };
     submit_on(&env, lane, |deliver| {
         mutation.into_job(move |r| deliver(r.map_or(Delivered::Cancelled, Delivered::Done)))
     })
@@ -416,7 +419,7 @@ pub fn mutate_path(
 pub fn copy_file(env: Env, src: Either<String, &[u8]>, dest: Either<String, &[u8]>, mode: u32) -> Result<f64> {
     let (src, dest) = (c_path(&src)?, c_path(&dest)?);
     let chunk_size = global().chunk_size();
-    submit_on(&env, crate::lanes::of_path(&src), |deliver| {
+    submit_on(&env, crate::lanes::of_paths(&src, &dest), |deliver| {
         Box::new(crate::jobs::copy_file::CopyFileJob::new(src, dest, mode, chunk_size, move |outcome| {
             deliver(match outcome {
                 Err(ReadError::Cancelled) => Delivered::Cancelled,

@@ -181,7 +181,7 @@ fn loom_parts_of_one_job_on_two_workers_with_cancel() {
 fn loom_lane_grows_for_parts() {
     for wait in [true, false] {
         loom::model(move || {
-            let pool = Pool::for_lane(1, 1, 1);
+            let pool = Pool::for_lane(1, 1, 1, Box::leak(Box::new(super::budget::ThreadBudget::new(usize::MAX))));
             pool.set_grow_for_parts_to(2);
             let ended = Arc::new(AtomicUsize::new(0));
             pool.submit(PartsProbe::new(&ended));

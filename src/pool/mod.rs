@@ -24,6 +24,7 @@
 //! * `stats`: the counters; `tests` and `loom_tests`: unit tests and loom models.
 
 mod big_reads;
+pub mod budget;
 mod finish;
 mod state;
 mod stats;
@@ -137,6 +138,7 @@ impl Pool {
                 idle_after: IDLE_AFTER,
                 shrink_idle_to: None,
                 grow_for_parts_to: 0,
+                budget: None,
                 busy: 0,
                 idle: 0,
                 large_busy: 0,
@@ -176,10 +178,11 @@ impl Pool {
     /// for [`LANE_IDLE_AFTER`].
     /// Its workers run at [`LANE_NICE`], set before they start (a thread may lower its
     /// priority but not raise it back).
-    pub fn for_lane(lane: u64, threads: usize, chunk_size: usize) -> Pool {
+    pub fn for_lane(lane: u64, threads: usize, chunk_size: usize, budget: &'static budget::ThreadBudget) -> Pool {
         let mut pool = Pool::unstarted(chunk_size, Hooks::default());
         pool.lane = Some(lane);
         let mut state = pool.lock();
+        state.budget = Some(budget);
         state.idle_after = LANE_IDLE_AFTER;
         state.shrink_idle_to = Some(threads.max(1));
         state.nice = LANE_NICE;

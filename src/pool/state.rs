@@ -67,6 +67,8 @@ pub(super) struct State {
     /// a big read's next part finds no free worker (0: never). A lone big read from a
     /// slow mount then has as many parts in flight as it has chunks, up to this.
     pub(super) grow_for_parts_to: usize,
+    /// A lane's pool: the threads it shares with the other lanes ([`super::budget`]).
+    pub(super) budget: Option<&'static super::budget::ThreadBudget>,
     /// Workers running a step or piece right now.
     pub(super) busy: usize,
     /// Workers waiting for work on `work_ready`. Wake-ups are only sent while some
@@ -134,6 +136,11 @@ impl State {
     /// big-read limit, and counts as live the workers that must start: returns how
     /// many (surplus workers end by themselves at the top of their loop).
     pub(super) fn set_target_threads(&mut self, threads: usize) -> usize {
+        // A lane's pool grows within what every lane holds together.
+        let threads = match self.budget {
+            Some(budget) => budget.resize(self.target_threads, threads),
+            None => threads,
+        };
         self.target_threads = threads;
         if let Some(tell) = self.hooks.threads {
             tell(threads);

@@ -296,7 +296,7 @@ fn a_lane_grows_by_the_parts_of_a_lone_big_read_up_to_its_limit() {
     // Units that wait for 12 at once, as parts wait on a slow server: a lane of 2
     // that may grow to 6 by itself runs 6 (and the pool never grows without a limit).
     for (grow_to, expected) in [(6, 6), (0, 2)] {
-        let pool = Pool::for_lane(1, 2, 10);
+        let pool = Pool::for_lane(1, 2, 10, Box::leak(Box::new(super::budget::ThreadBudget::new(usize::MAX))));
         pool.set_grow_for_parts_to(grow_to);
         let (tx, rx) = mpsc::channel();
         let most = Arc::new(AtomicUsize::new(0));

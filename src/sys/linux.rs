@@ -15,6 +15,12 @@ use crate::error::{FsError, Syscall};
 /// from the dentry cache, failing with `EAGAIN` where it would need I/O (Linux 5.12+;
 /// older kernels answer `ENOSYS` or `EINVAL`).
 pub fn open_cached(path: &CStr, flags: i32) -> Result<Fd, FsError> {
+    open_cached_at(libc::AT_FDCWD, path, flags)
+}
+
+/// [`open_cached`] of `path` relative to directory `dir` (`AT_FDCWD`: the working
+/// directory).
+pub fn open_cached_at(dir: Fd, path: &CStr, flags: i32) -> Result<Fd, FsError> {
     /// `struct open_how` (libc's is non-exhaustive, so it cannot be built here).
     #[repr(C)]
     struct OpenHow {
@@ -25,9 +31,8 @@ pub fn open_cached(path: &CStr, flags: i32) -> Result<Fd, FsError> {
     let how = OpenHow { flags: (flags | libc::O_CLOEXEC) as u64, mode: 0, resolve: libc::RESOLVE_CACHED };
     // SAFETY: `path` is NUL-terminated and `how` has open_how's layout and the size
     // we pass; the kernel only reads both.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_openat2, libc::AT_FDCWD, path.as_ptr(), &how as *const OpenHow, size_of::<OpenHow>())
-    };
+    let fd =
+        unsafe { libc::syscall(libc::SYS_openat2, dir, path.as_ptr(), &how as *const OpenHow, size_of::<OpenHow>()) };
     if fd < 0 {
         return Err(FsError::last(Syscall::Open));
     }

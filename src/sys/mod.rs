@@ -196,7 +196,8 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
 /// which exists only where they do.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 pub use linux::{
-    link_count, mount_id, mount_id_from_fdinfo, open_cached, read_nowait, read_nowait_at, voluntary_switches,
+    link_count, mount_id, mount_id_from_fdinfo, open_cached, open_cached_at, read_nowait, read_nowait_at,
+    voluntary_switches,
 };
 
 /// Asks the kernel to back `mem` with transparent huge pages where it can (advice
