@@ -45,6 +45,65 @@ function within(promise, ms, fallback) {
   return Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms, fallback)))]).finally(() => clearTimeout(timer))
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** What a request came to: 'done', or its error's code. Never rejects. */
+const settled = (promise) => promise.then(() => 'done', (e) => e?.code ?? String(e))
+
+/** This process's threads now. */
+const threadCount = () => fs.readdirSync('/proc/self/task').length
+
+/** Where requests are, for a failure's message: the process-wide pool's and `fuse`'s lane's. */
+function whereRequestsAre(fuse) {
+  const s = fairfs.stats()
+  const lane = s.lanes.find((l) => l.mountPoint === fuse.mountpoint)
+  const laneText = lane ? `its lane ${lane.active} running, ${lane.queued} queued` : 'no lane for the mount'
+  return `the process-wide pool ${s.active} running, ${s.queued} queued; ${laneText}`
+}
+
+/**
+ * Local work beside a hung mount: a 4 MiB readFile (past the calling thread's fast
+ * path, so it needs a pool thread), a stat and a writeFile. Resolves after at most
+ * 10 s with `waiting` (the names of those not done yet) and `intact` (resolves, once
+ * all are done, with whether the bytes read and written are the file's).
+ */
+async function localWork() {
+  const local = makeFile(4 << 20)
+  const waiting = new Set(['readFile', 'stat', 'writeFile'])
+  const work = (name, promise) => promise.then((value) => (waiting.delete(name), value))
+  const all = Promise.all([
+    work('readFile', fairfs.promises.readFile(local.path)),
+    work('stat', new Promise((resolve, reject) => fairfs.stat(local.path, (e, s) => (e ? reject(e) : resolve(s))))),
+    work('writeFile', fairfs.promises.writeFile(`${local.path}.copy`, local.data)),
+  ])
+  // Not a timing: where the hung mount holds the pool's threads, these wait for the
+  // daemon, which waits for us.
+  await within(all, 10_000)
+  return { waiting: [...waiting], intact: all.then(([read]) => read.equals(local.data) && fs.readFileSync(`${local.path}.copy`).equals(local.data)) }
+}
+
+/**
+ * Stops `fuse`'s daemon, makes the requests `hang()` returns (promises that wait on
+ * it), runs local work beside them, and resumes the daemon. Everything settles before
+ * anything is asserted, so a failure leaves nothing waiting on the mount or on a pool
+ * thread. Then: the local work finished within 10 s, and every hung request completed.
+ */
+async function besideHungRequests(t, fuse, hang) {
+  fuse.stop()
+  let released = false
+  t.teardown(() => released || fuse.cont())
+  const hung = hang().map(settled)
+  const local = await localWork()
+  const where = whereRequestsAre(fuse)
+  fuse.cont()
+  released = true
+  const outcomes = await Promise.all(hung)
+  const intact = await local.intact
+  t.deepEqual(local.waiting, [], `local work still waiting 10 s beside ${hung.length} requests on the hung mount (${where})`)
+  t.true(intact, 'the local read and write have the file\'s bytes')
+  t.deepEqual(outcomes, hung.map(() => 'done'), 'once the daemon answers, the requests on it complete')
+}
+
 fuseTest('stats on a slow FUSE mount: many in flight at once, in a lane of the mount\'s own, where node:fs keeps four; the lane shrinks back once idle', async (t) => {
   const { source, files } = tree(16, 4)
   const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
@@ -94,21 +153,212 @@ fuseTest('a hung FUSE mount holds its lane only: local reads and stats go on', a
   t.deepEqual(await Promise.all(hung), files.map(() => 'done'), 'once the daemon answers, the stats on it complete')
 })
 
-fuseTest('process.exit() returns while reads, writes and mutations wait on a hung mount (node:fs never returns: libuv joins its threads)', async (t) => {
-  const { source, files } = tree(4, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
+// Requests on a hung mount that must find its lane although their path or fd does not
+// say so plainly. Names and attributes are not kept (timeouts 0), so with the daemon
+// stopped the kernel's cached lookup (RESOLVE_CACHED) fails for each of them and only
+// the way it is spelled is left to go by. Sixteen requests: more than the process-wide
+// pool's four threads, which must be left to the local work.
+
+fuseTest('a hung FUSE mount reached through a symlink on the local disk holds its lane only', async (t) => {
+  const { source, files } = tree(16, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
   t.teardown(() => fuse.unmount())
-  const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
-  // The child holds no fd of the mount's itself: closing one at exit waits on the
-  // daemon in the kernel, for any runtime. Its calls start once the daemon is stopped.
-  const calls = [
-    `fairfs.promises.readFile(${on(files[0])})`,
-    `fairfs.promises.stat(${on(files[1])})`,
-    `fairfs.promises.writeFile(${on('new-file')}, Buffer.alloc(3 << 20, 1))`,
-    `fairfs.promises.appendFile(${on(files[2])}, 'more')`,
-    `fairfs.promises.mkdir(${on('new-dir')})`,
-    `fairfs.promises.rename(${on(files[3])}, ${on('renamed')})`,
-  ]
+  // The link is on the local disk: its path names no mount point.
+  const link = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-link-')), 'mnt')
+  fs.symlinkSync(fuse.mountpoint, link)
+  for (const rel of files) fs.statSync(path.join(link, rel))
+  await besideHungRequests(t, fuse, () =>
+    files.map((rel, i) => (i % 2 ? fairfs.promises.stat(path.join(link, rel)) : fairfs.promises.readFile(path.join(link, rel)))),
+  )
+})
+
+fuseTest('a hung FUSE mount reached by a path with doubled slashes holds its lane only', async (t) => {
+  const { source, files } = tree(16, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  // Spellings of the mount point that no prefix match finds: `//tmp/.../mnt/f` and
+  // `/tmp/...//mnt/f`. (`${mountpoint}//f` is found: the point, then a slash.)
+  const { dir, base } = path.parse(fuse.mountpoint)
+  const spellings = [(rel) => `/${fuse.mountpoint}/${rel}`, (rel) => `${dir}//${base}/${rel}`]
+  const at = (rel, i) => spellings[i % 2](rel)
+  for (const [i, rel] of files.entries()) fs.statSync(at(rel, i))
+  await besideHungRequests(t, fuse, () =>
+    files.map((rel, i) => (i % 4 < 2 ? fairfs.promises.stat(at(rel, i)) : fairfs.promises.readFile(at(rel, i)))),
+  )
+})
+
+fuseTest('copyFile from the local disk to a hung FUSE mount holds its lane only', async (t) => {
+  const { source } = tree(1, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  // The source is local: only the destination says where the copy waits.
+  const from = makeFile(64 * 1024, 'copy-source')
+  const names = Array.from({ length: 16 }, (_, i) => `copy${i}`)
+  await besideHungRequests(t, fuse, () => names.map((name) => fairfs.promises.copyFile(from.path, path.join(fuse.mountpoint, name))))
+  for (const name of names) t.true(fs.readFileSync(path.join(source, name)).equals(from.data), `${name} is the whole copy`)
+})
+
+fuseTest('rename within a hung FUSE mount, from a path reached through a symlink or doubled slashes, holds its lane only', async (t) => {
+  // Within one mount a rename's lane is its first path's, so what can miss the lane is
+  // that path's spelling (a rename across mounts fails with EXDEV, asking neither).
+  const { source, files } = tree(16, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const link = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-link-')), 'mnt')
+  fs.symlinkSync(fuse.mountpoint, link)
+  const from = (rel, i) => (i % 2 ? path.join(link, rel) : `/${fuse.mountpoint}/${rel}`)
+  for (const [i, rel] of files.entries()) fs.statSync(from(rel, i))
+  await besideHungRequests(t, fuse, () =>
+    files.map((rel, i) => fairfs.promises.rename(from(rel, i), path.join(fuse.mountpoint, `${rel}.renamed`))),
+  )
+  for (const rel of files) t.true(fs.existsSync(path.join(source, `${rel}.renamed`)) && !fs.existsSync(path.join(source, rel)), `${rel} renamed`)
+})
+
+/**
+ * An fd number whose close fairfs did not see, reused on a hung mount: eight local
+ * files are opened, written once each with fairfs's fs.write (which gives each fd its
+ * lane, the process-wide pool, until fairfs closes it), closed by `closeUnseen` (node:fs's
+ * own), and eight files on the mount opened at once take the same numbers. Then a
+ * write and an fsync on each, sixteen requests in eight fd flows (one flow holds one
+ * thread at a time): they must go to the mount's lane, not to the pool the numbers'
+ * earlier lives had.
+ */
+async function reusedFdsOnHungMount(t, { openLocal, closeUnseen }) {
+  const source = fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-'))
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  // fs.write, fs.fsync and fs.close are fairfs's under install(); openSync and
+  // closeSync stay node:fs's.
+  const nodeWrite = fs.write
+  fairfs.install()
+  t.teardown(() => fairfs.uninstall())
+  t.not(fs.write, nodeWrite, "install() put fairfs's fs.write on node:fs")
+  // install() learns FileHandle's prototype from an open of its own: let it close
+  // first, so that it takes no fd number in between.
+  await sleep(200)
+  const call = (fn, ...args) => new Promise((resolve, reject) => fn(...args, (e) => (e ? reject(e) : resolve())))
+
+  const locals = Array.from({ length: 8 }, (_, i) => makeFile(16, `reused-${i}`).path)
+  const localFds = await openLocal(locals)
+  await Promise.all(localFds.map((fd) => call(fs.write, fd, Buffer.from('local\n'))))
+  await closeUnseen()
+  // The lowest free numbers: the ones just closed, unless something else took one.
+  const fds = []
+  t.teardown(() => {
+    fuse.cont()
+    for (const fd of fds) fs.closeSync(fd)
+  })
+  for (let i = 0; i < locals.length; i++) fds.push(fs.openSync(path.join(fuse.mountpoint, `w${i}`), 'w'))
+  const sorted = (a) => [...a].sort((x, y) => x - y)
+  if (!t.deepEqual(sorted(fds), sorted(localFds), 'the mount\'s files took the closed fds\' numbers (else this case cannot be made here)')) return
+
+  const data = Buffer.alloc(64 * 1024, 1)
+  await besideHungRequests(t, fuse, () => fds.flatMap((fd) => [call(fs.write, fd, data), call(fs.fsync, fd)]))
+  // fairfs's close: the fds' next lives take the lane their mounts say.
+  await Promise.all(fds.splice(0).map((fd) => call(fs.close, fd)))
+  for (let i = 0; i < locals.length; i++) t.true(fs.readFileSync(path.join(source, `w${i}`)).equals(data), `w${i} has its bytes`)
+}
+
+fuseTest('an fd closed with closeSync, which fairfs did not see, reused on a hung FUSE mount: its writes and fsyncs hold the lane only', async (t) => {
+  let fds
+  await reusedFdsOnHungMount(t, {
+    openLocal: async (paths) => (fds = paths.map((p) => fs.openSync(p, 'r+'))),
+    closeUnseen: async () => fds.forEach((fd) => fs.closeSync(fd)),
+  })
+})
+
+fuseTest('an fd closed with FileHandle.close(), which fairfs did not see, reused on a hung FUSE mount: its writes and fsyncs hold the lane only', async (t) => {
+  let handles = []
+  await reusedFdsOnHungMount(t, {
+    // One at a time: each takes the lowest free number.
+    openLocal: async (paths) => {
+      for (const p of paths) handles.push(await fs.promises.open(p, 'r+'))
+      return handles.map((h) => h.fd)
+    },
+    closeUnseen: async () => {
+      for (const h of handles) await h.close()
+    },
+  })
+})
+
+/**
+ * Makes thread counts mean what a test's requests started: fairfs's own threads (its
+ * pool, the mount table's watcher) and libuv's are up, and every lane is back to its
+ * first four workers (5 s at most), so none shrinks meanwhile. Lanes are kept by mount
+ * id, which the kernel gives again to a later mount: a new mount may come with an
+ * earlier one's lane.
+ */
+async function threadsAtRest() {
+  const { path: p } = makeFile(1 << 20, 'warm')
+  await Promise.all([fairfs.promises.readFile(p), fairfs.promises.stat(p), fs.promises.stat(p)])
+  for (let i = 0; i < 50 && fairfs.stats().lanes.some((l) => l.threads > 4); i++) await sleep(100)
+}
+
+/** The threads of `fuse`'s lane (0 where it has none). */
+const laneThreads = (fuse) => fairfs.stats().lanes.find((l) => l.mountPoint === fuse.mountpoint)?.threads ?? 0
+
+fuseTest('five hung FUSE mounts hold 64 lane threads between them at most, the process-wide cap users give libuv', async (t) => {
+  const mounts = []
+  for (let m = 0; m < 5; m++) {
+    // Files the kernel never looked up: every request on them waits on the daemon.
+    const { source, files } = tree(10, 10)
+    const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+    t.teardown(() => fuse.unmount())
+    mounts.push({ fuse, files })
+  }
+  let released = false
+  t.teardown(() => released || mounts.forEach(({ fuse }) => fuse.cont()))
+  await threadsAtRest()
+  const before = threadCount()
+  for (const { fuse } of mounts) fuse.stop()
+  const hung = mounts.flatMap(({ fuse, files }) =>
+    files.map((rel, i) => settled(i % 2 ? fairfs.promises.stat(path.join(fuse.mountpoint, rel)) : fairfs.promises.readFile(path.join(fuse.mountpoint, rel)))),
+  )
+  await sleep(2000) // the lanes grow as their requests queue: all they will by now
+  const grown = threadCount() - before
+  const lanes = mounts.map(({ fuse }) => laneThreads(fuse))
+  for (const { fuse } of mounts) fuse.cont()
+  released = true
+  const outcomes = await Promise.all(hung)
+  // 64 lane threads in all (the lanes' first workers among them), a worker for each
+  // lane made once they are taken (it could finish nothing without), and a few for
+  // whatever else starts meanwhile.
+  t.true(grown <= 64 + 5 + 3, `${grown} more threads with five mounts hung, 100 requests each (their lanes' threads: ${lanes.join(', ')})`)
+  t.deepEqual(outcomes, hung.map(() => 'done'), 'once the daemons answer, the requests on them complete')
+})
+
+fuseTest('sixteen hung stats on a FUSE mount grow its lane by sixteen threads at most: one a request', async (t) => {
+  const { source, files } = tree(16, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  let released = false
+  t.teardown(() => released || fuse.cont())
+  await threadsAtRest()
+  // Idle workers of a lane this mount's id had before take requests first.
+  const idle = laneThreads(fuse)
+  const before = threadCount()
+  fuse.stop()
+  const hung = files.map((rel) => settled(fairfs.promises.stat(path.join(fuse.mountpoint, rel))))
+  await sleep(2000)
+  const grown = threadCount() - before
+  const lane = laneThreads(fuse)
+  fuse.cont()
+  released = true
+  const outcomes = await Promise.all(hung)
+  // A worker a request: no more than sixteen in the lane, and no new thread where an idle one was.
+  t.true(lane <= Math.max(16, idle), `16 hung stats: the lane has ${lane} workers (it had ${idle} idle)`)
+  t.true(grown <= Math.max(0, 16 - idle), `16 hung stats started ${grown} threads (the lane had ${idle} idle workers)`)
+  t.deepEqual(outcomes, hung.map(() => 'done'), 'once the daemon answers, the stats complete')
+})
+
+/**
+ * A child that makes `calls` (expressions of its `fairfs`) once `fuse`'s daemon is
+ * stopped, and calls process.exit(3) 300 ms later. The child holds no fd of the mount's
+ * itself: closing one at exit waits on the daemon in the kernel, for any runtime.
+ * Resolves once the child has made its exit call (or exited), with `exited` (its code
+ * and signal, once it is gone) and `out()` (its stdout so far).
+ */
+async function exitBesideHungCalls(t, fuse, calls) {
   const code = `const fairfs = require(${JSON.stringify(path.resolve('.'))})
     process.stdout.write('ready\\n')
     process.stdin.once('data', () => {
@@ -122,15 +372,60 @@ fuseTest('process.exit() returns while reads, writes and mutations wait on a hun
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })))
   await new Promise((resolve) => child.stdout.once('data', resolve))
   fuse.stop()
+  child.stdin.write('go\n')
+  await new Promise((resolve) => {
+    child.stdout.on('data', () => out.includes('exiting\n') && resolve())
+    exited.then(resolve)
+  })
+  return { exited, out: () => out }
+}
+
+fuseTest('process.exit() returns while reads and stats wait on a hung mount (node:fs never returns: libuv joins its threads)', async (t) => {
+  const { source, files } = tree(4, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
   let released = false
   t.teardown(() => released || fuse.cont())
-  child.stdin.write('go\n')
+  // Reads and metadata change nothing: they may be dropped at exit.
+  const { exited, out } = await exitBesideHungCalls(t, fuse, [
+    `fairfs.promises.readFile(${on(files[0])})`,
+    `fairfs.promises.stat(${on(files[1])})`,
+    `fairfs.promises.readdir(${on(path.dirname(files[2]))})`,
+    `fairfs.promises.access(${on(files[3])})`,
+  ])
   // Not a timing: 5 s only tells "returned" from "never returns".
-  const outcome = await within(exited, 5_000, 'still running 5 s after its calls')
+  const outcome = await within(exited, 5_000, 'still running 5 s after its exit call')
   fuse.cont()
   released = true
   t.deepEqual(outcome, { code: 3, signal: null })
-  t.is(out, 'ready\nexiting\n')
+  t.is(out(), 'ready\nexiting\n')
+})
+
+fuseTest('process.exit() waits, as node:fs does, for a writeFile and a mkdir accepted before it on a hung mount: they complete once the daemon answers', async (t) => {
+  const { source } = tree(1, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
+  t.teardown(() => fuse.unmount())
+  const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
+  let released = false
+  t.teardown(() => released || fuse.cont())
+  // Accepted writes are the caller's data: node:fs's queued work runs before the
+  // process is gone, so a write on a hung mount holds exit, and fairfs's must too.
+  const { exited, out } = await exitBesideHungCalls(t, fuse, [
+    `fairfs.promises.writeFile(${on('new-file')}, Buffer.alloc(3 << 20, 1))`,
+    `fairfs.promises.mkdir(${on('new-dir')})`,
+  ])
+  // Not a timing: a process that dropped the writes is gone well before 3 s.
+  const early = await within(exited, 3_000, 'still running')
+  fuse.cont()
+  released = true
+  const outcome = await within(exited, 20_000, 'still running 20 s after the daemon resumed')
+  t.is(early, 'still running', 'process.exit() returned with a writeFile and a mkdir on the hung mount not done')
+  t.deepEqual(outcome, { code: 3, signal: null })
+  t.is(out(), 'ready\nexiting\n')
+  const written = fs.readFileSync(path.join(source, 'new-file'))
+  t.true(written.equals(Buffer.alloc(3 << 20, 1)), `new-file has ${written.length} bytes of 3 MiB`)
+  t.true(fs.statSync(path.join(source, 'new-dir')).isDirectory())
 })
 
 fuseTest('a lone big file on a slow FUSE mount is read with more chunks in flight than a lane starts with: the lane grows by its parts', async (t) => {

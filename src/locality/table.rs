@@ -12,9 +12,10 @@ const LOCAL: &[&str] = &["ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs"
 
 /// File systems whose `statx` for nothing but the mount id, with `AT_STATX_DONT_SYNC`,
 /// is answered without calling out (their getattr honours the flag or has nothing to
-/// ask): every local one, the kernel's own pseudo file systems, FUSE, NFS, CIFS and
-/// Ceph. 9p, OrangeFS and the cluster file systems (GFS2, OCFS2) ask their server
-/// whatever the flags say, and a type not listed is treated as they are: while any
+/// ask): every local one, the kernel's own pseudo file systems, FUSE, NFS and Ceph.
+/// 9p, OrangeFS, the cluster file systems (GFS2, OCFS2) and SMB (CIFS's getattr asks
+/// the server after a setattr however the flag is set: a zero attribute cache time)
+/// ask their server whatever the flags say, and a type not listed is treated as they are: while any
 /// such mount exists, mount ids are read from `/proc/self/fdinfo` instead.
 const STATX_ANSWERS_FROM_MEMORY: &[&str] = &[
     "ext2",
@@ -53,8 +54,6 @@ const STATX_ANSWERS_FROM_MEMORY: &[&str] = &[
     "virtiofs",
     "nfs",
     "nfs4",
-    "cifs",
-    "smb3",
     "ceph",
     "vfat",
     "exfat",
@@ -383,6 +382,10 @@ mod tests {
         assert!(!t.is_local(50));
         let unknown = format!("{HOST}51 27 0:51 / /mnt/x rw - lustre 10.0.0.1@tcp:/fs rw\n");
         assert_eq!(Table::parse(&unknown).probe, Probe::FdInfo, "a type not known to answer from memory");
+        for smb in ["cifs", "smb3"] {
+            let share = format!("{HOST}52 27 0:52 / /mnt/share rw - {smb} //server/share rw,actimeo=0\n");
+            assert_eq!(Table::parse(&share).probe, Probe::FdInfo, "{smb}: getattr asks the server after a setattr");
+        }
     }
 
     #[test]
