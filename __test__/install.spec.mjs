@@ -65,3 +65,30 @@ test('fairfs streams are instanceof fs.ReadStream', (t) => {
   t.true(s instanceof fs.ReadStream)
   s.destroy()
 })
+
+// fairfs's own long-lived descriptors (the mount table it watches) live above the
+// numbers an application's files take: after fairfs has read, stat'ed, written and
+// watched the mounts, `open` returns the number it returns under node:fs (tar's tests
+// name test points after them).
+test('open returns the fd numbers node:fs returns, after fairfs has done its own work', async (t) => {
+  const { spawnSync } = await import('node:child_process')
+  const { fileURLToPath } = await import('node:url')
+  const index = fileURLToPath(new URL('../index.js', import.meta.url))
+  const scratch = tmpPath('fd-numbers')
+  const code = `const fs = require('fs')
+    if (process.argv[1] === 'ours') require(${JSON.stringify(index)}).install()
+    ;(async () => {
+      await fs.promises.readFile(__filename === '[eval]' ? ${JSON.stringify(index)} : __filename)
+      await fs.promises.stat(${JSON.stringify(index)})
+      await fs.promises.writeFile(${JSON.stringify(scratch)}, 'x')
+      const fds = [fs.openSync(${JSON.stringify(index)}, 'r')]
+      fds.push(await new Promise((resolve, reject) => fs.open(${JSON.stringify(index)}, 'r', (e, fd) => (e ? reject(e) : resolve(fd)))))
+      console.log(JSON.stringify(fds))
+    })()`
+  const numbers = (side) => {
+    const r = spawnSync(process.execPath, ['-e', code, side], { encoding: 'utf8', timeout: 60_000 })
+    t.is(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout)
+  }
+  t.deepEqual(numbers('ours'), numbers('node'))
+})

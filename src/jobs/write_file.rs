@@ -230,6 +230,11 @@ mod tests {
             rx.recv().unwrap().unwrap();
             assert!(std::fs::read(&p).unwrap() == short, "round {round}: the second write, whole");
         }
+        // The worker ends the flow's turn just after it delivers the outcome.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.stats().stream_flows > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(pool.stats().stream_flows, 0, "each path's flow forgotten once its writes are done");
         assert_eq!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("./f"))));
         assert_ne!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("g"))));

@@ -5,7 +5,7 @@
 //! table.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -26,7 +26,11 @@ pub fn current() -> Option<Arc<Table>> {
 }
 
 fn start() {
-    let Ok(mut file) = std::fs::File::open("/proc/self/mountinfo") else { return };
+    let Ok(file) = std::fs::File::open("/proc/self/mountinfo") else { return };
+    // Kept for the process's life: above the numbers the application's files take.
+    // SAFETY: `move_fd_high` returns an fd that is ours alone (the one given, or its
+    // duplicate with the original closed), and `file` let go of the original.
+    let mut file = unsafe { std::fs::File::from_raw_fd(crate::sys::move_fd_high(file.into_raw_fd())) };
     // Opened before the first read, so a change after that read wakes the watcher.
     if !reload(&mut file) {
         return;

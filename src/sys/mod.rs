@@ -157,6 +157,25 @@ pub fn is_would_block(e: &FsError) -> bool {
     }
 }
 
+/// Moves a descriptor fairfs keeps for the process's life above the numbers an
+/// application's files take (to 1024 or more, or half the limit where that is lower),
+/// so that `open` returns the numbers it returns under node:fs (tests name things
+/// after them). Keeps `fd` where no higher number is free.
+#[cfg(unix)]
+pub fn move_fd_high(fd: Fd) -> Fd {
+    let floor = (max_open_files() / 2).min(1024) as libc::c_int;
+    if fd >= floor {
+        return fd;
+    }
+    // SAFETY: fcntl with an integer argument; the new fd is ours alone.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    if high < 0 {
+        return fd;
+    }
+    let _ = close(fd);
+    high
+}
+
 /// How many descriptors this process may hold: `RLIMIT_NOFILE`'s soft limit on unix
 /// (which Node raises to the hard limit at startup), the C runtime's default stream
 /// limit on Windows (where libuv's fds are CRT fds).
