@@ -60,6 +60,7 @@ const WRITE_CASES = [
   ['write16Mc1', '16 MiB writeFile c=1, files/s'],
   ['write16Mc10', '16 MiB writeFile c=10, files/s'],
   ['write1Kc1', '1 KiB writeFile c=1, files/s'],
+  ['small1KBesideBigP99ms', '1 KiB writeFile p99 beside ten 64 MiB writers, ms (lower is better)'],
   ['stream64K', '256 MiB WriteStream, 64 KiB writes, GB/s'],
   ['stream64KBehind', 'the same, fairfs with configure({ writeBehind: true }), GB/s'],
 ]
