@@ -277,10 +277,11 @@ export declare function setMaxUnsizedLength(maxUnsizedLength: number): void
 
 /**
  * `stat` (`follow`) or `lstat` on the calling thread where it cannot block
- * ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, or
+ * ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, the
+ * error as it delivers one (`[errno, syscall]`: a miss the dentry cache knows), or
  * `null`, and the caller asks the pool.
  */
-export declare function statCached(path: string | Uint8Array, follow: boolean, bigint: boolean): Float64Array | BigInt64Array | null
+export declare function statCached(path: string | Uint8Array, follow: boolean, bigint: boolean): Float64Array | BigInt64Array | [number, string] | null
 
 /**
  * `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the

@@ -134,11 +134,17 @@ function submitScandir(target, { encoding, withFileTypes }, done) {
  * A stat (`follow`) or lstat of `target`, answered on this thread where Linux can do
  * it without blocking (configure({ fastPath }), src/cached.rs), else by the pool:
  * `done(error, stats)` is called later either way, in a macrotask of its own, so
- * that a loop of cached stats still lets timers and I/O run.
+ * that a loop of cached stats still lets timers and I/O run. A miss the dentry cache
+ * knows (`[errno, syscall]`) takes the route a hit takes, so that hits and misses
+ * complete in the order node:fs's would.
  */
 function submitStat(follow, target, bigint, done) {
   const slots = settings.fastPath ? binding.statCached(target.native, follow, bigint) : null
   if (slots) {
+    if (Array.isArray(slots)) {
+      setImmediate(() => done(nativeError(slots, target.display)))
+      return
+    }
     const stats = bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots)
     setImmediate(() => done(undefined, stats))
     return

@@ -63,25 +63,39 @@ fn open_unless_lacking(
 /// local mount (`locality`). Errors (a missing file included) go to the
 /// pool, which reports them as node:fs does.
 #[cfg(unix)]
-pub fn stat_cached(path: &CStr, follow: bool) -> Option<crate::sys::StatSlots> {
+pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatSlots, crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    let slots = (|| {
-        if !enabled() {
+    let answer = (|| {
+        if !enabled() || KERNEL_LACKS_OPENAT2.load(Ordering::Relaxed) {
             return None;
         }
-        let probe = look(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW })?;
+        let probe = match sys::open_cached(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW }) {
+            Ok(fd) => fd,
+            // A miss the dentry cache knows is answered here as a hit is, so that hits
+            // and misses of one call take one route and complete in node:fs's order.
+            Err(e) if crate::locality::local_miss(path, e.os) => {
+                let syscall = if follow { crate::Syscall::Stat } else { crate::Syscall::Lstat };
+                return Some(Err(crate::error::FsError::new(e.os, syscall)));
+            }
+            Err(e) => {
+                if e.os == libc::ENOSYS || e.os == libc::EINVAL {
+                    KERNEL_LACKS_OPENAT2.store(true, Ordering::Relaxed);
+                }
+                return None;
+            }
+        };
         let slots = on_local(probe, Use::Metadata, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
         // An O_PATH fd has no file operations: closing it never reaches the file system.
         let _ = sys::close(probe);
-        slots
+        slots.map(Ok)
     })();
     #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
-    let slots = {
+    let answer = {
         let _ = (path, follow);
         None
     };
-    count(slots.is_some());
-    slots
+    count(answer.is_some());
+    answer
 }
 
 /// Whether the fast paths may run: `configure({ fastPath })` sets it for the whole

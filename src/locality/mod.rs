@@ -166,6 +166,38 @@ fn where_lookup_stops(table: &table::Table, path: &[u8], depth: usize) -> Option
     }
 }
 
+/// Whether `error`, which the kernel's cached lookup of `path` answered by itself
+/// (`ENOENT`, `ENOTDIR`: the dentry cache knows a name is absent, or not a directory),
+/// is the answer a call on `path` would get, and may be given on the calling thread:
+/// the directory where the lookup stopped is found from memory, on a local mount the
+/// guard allows, and the last name is not a link left unfollowed (a dangling symlink:
+/// the pool answers those). A missing directory on the way is followed up the same way.
+pub fn local_miss(path: &std::ffi::CStr, error: i32) -> bool {
+    local_miss_at(path.to_bytes(), error, 0)
+}
+
+fn local_miss_at(path: &[u8], error: i32, depth: usize) -> bool {
+    if !matches!(error, libc::ENOENT | libc::ENOTDIR) || depth > 4096 {
+        return false;
+    }
+    let Some((parent, last)) = split_last(path) else { return false };
+    let (Ok(parent), Ok(last)) = (std::ffi::CString::new(parent), std::ffi::CString::new(last)) else { return false };
+    match sys::open_cached(&parent, libc::O_PATH) {
+        Ok(dir) => {
+            let answered = match sys::open_cached_at(dir, &last, libc::O_PATH | libc::O_NOFOLLOW) {
+                Ok(fd) => {
+                    let _ = sys::close(fd);
+                    false
+                }
+                Err(e) => e.os == error && local_mount(dir, Use::Metadata).is_some(),
+            };
+            let _ = sys::close(dir);
+            answered
+        }
+        Err(e) => local_miss_at(parent.as_bytes(), e.os, depth + 1),
+    }
+}
+
 /// `path` split into the directory that holds its last name and that name, lexically:
 /// `a/b/c` → (`a/b`, `c`), `/c` → (`/`, `c`), `c` → (`.`, `c`), trailing slashes
 /// dropped. `None` for `/` and the empty path.

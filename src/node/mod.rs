@@ -519,18 +519,28 @@ pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bo
     submit_query(&env, Query::Stat { path, follow }, bigint)
 }
 
+/// What [`stat_cached`] answers: the fields, or the error as `[errno, syscall]`.
+type CachedStat = Either3<Float64Array, BigInt64Array, (i32, &'static str)>;
+
 /// `stat` (`follow`) or `lstat` on the calling thread where it cannot block
-/// ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, or
+/// ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, the
+/// error as it delivers one (`[errno, syscall]`: a miss the dentry cache knows), or
 /// `null`, and the caller asks the pool.
 #[cfg(unix)]
-#[napi]
+#[napi(ts_return_type = "Float64Array | BigInt64Array | [number, string] | null")]
 pub fn stat_cached(
     path: Either<String, &[u8]>,
     follow: bool,
     bigint: bool,
-) -> Result<Option<Either<Float64Array, BigInt64Array>>> {
+) -> Result<Option<CachedStat>> {
     let path = c_path(&path)?;
-    Ok(crate::cached::stat_cached(&path, follow).map(|slots| stat_fields(slots, bigint)))
+    Ok(crate::cached::stat_cached(&path, follow).map(|answer| match answer {
+        Ok(slots) => match stat_fields(slots, bigint) {
+            Either::A(fields) => Either3::A(fields),
+            Either::B(fields) => Either3::B(fields),
+        },
+        Err(e) => Either3::C((e.uv_errno(), e.syscall.as_str())),
+    }))
 }
 
 /// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
