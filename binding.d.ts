@@ -17,6 +17,13 @@ export declare class ExternalObject<T> {
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * `access` on the calling thread where it cannot block
+ * ([`crate::cached::access_cached`]): `true`, the error as [`access_path`] delivers
+ * one (`[errno, syscall]`), or `null`, and the caller asks the pool.
+ */
+export declare function accessCached(path: string | Uint8Array, mode: number): true | [number, string] | null
+
+/**
  * `access` of a path on the pool with `fs.constants` mode bits: `undefined`, or the
  * error.
  */

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.accessCached = nativeBinding.accessCached
 module.exports.accessPath = nativeBinding.accessPath
 module.exports.cancel = nativeBinding.cancel
 module.exports.cancelMany = nativeBinding.cancelMany

@@ -86,6 +86,26 @@ nativeOnly(test.serial)('stat and lstat of missing names the dentry cache knows:
   }
 })
 
+nativeOnly(test.serial)('access of cached names, there or missing, every mode: node:fs\'s outcomes, answered without the pool', async (t) => {
+  const dir = fs.mkdtempSync(tmpPath('access'))
+  fs.writeFileSync(`${dir}/ro`, 'x', { mode: 0o444 })
+  fs.writeFileSync(`${dir}/x`, 'x', { mode: 0o755 })
+  const { F_OK, R_OK, W_OK, X_OK } = fs.constants
+  const describe = (e) => ({ code: e.code, errno: e.errno, syscall: e.syscall, path: e.path, message: e.message })
+  for (const p of [`${dir}/ro`, `${dir}/x`, dir, `${dir}/nope`, `${dir}/no-dir/x`]) {
+    for (const mode of [F_OK, R_OK, W_OK, X_OK, R_OK | W_OK | X_OK]) {
+      fs.accessSync(dir) // the names cached
+      const node = await fs.promises.access(p, mode).then(() => 'ok', describe)
+      const before = fairfs.stats()
+      const ours = await fairfs.promises.access(p, mode).then(() => 'ok', describe)
+      const cb = await new Promise((resolve) => fairfs.access(p, mode, (e) => resolve(e ? describe(e) : 'ok')))
+      t.deepEqual(ours, node, `${p} ${mode}`)
+      t.deepEqual(cb, node, `${p} ${mode}, callback`)
+      if (fastPathWorks()) t.is(fairfs.stats().completed, before.completed, `${p} ${mode}: answered without the pool`)
+    }
+  }
+})
+
 test('configure({ fastPath }) takes a boolean', (t) => {
   t.throws(() => fairfs.configure({ fastPath: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' })
 })

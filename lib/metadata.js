@@ -152,8 +152,14 @@ function submitStat(follow, target, bigint, done) {
   trackStats(binding.statPath(target.native, follow, bigint), target.display, done)
 }
 
-/** Submits an access check of `target` and calls `done(error)`. */
+/**
+ * An access check of `target`, answered on this thread where Linux can do it without
+ * blocking (as submitStat's), else by the pool: `done(error)` in a macrotask of its own.
+ */
 function submitAccess(target, mode, done) {
+  const answer = settings.fastPath ? binding.accessCached(target.native, mode) : null
+  if (answer === true) return void setImmediate(done)
+  if (answer) return void setImmediate(() => done(nativeError(answer, target.display)))
   track(binding.accessPath(target.native, mode), (result) => done(result === undefined ? undefined : nativeError(result, target.display)))
 }
 

@@ -98,6 +98,48 @@ pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatS
     answer
 }
 
+/// The fast path for `access` with `fs.constants` `mode` bits, as [`stat_cached`]: the
+/// check made on the looked-up inode in memory (`faccessat2` on the `O_PATH` fd, real
+/// ids as node:fs's), a miss the dentry cache knows answered as one, else `None`.
+#[cfg(unix)]
+pub fn access_cached(path: &CStr, mode: i32) -> Option<Result<(), crate::error::FsError>> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    let answer = (|| {
+        if !enabled() || KERNEL_LACKS_OPENAT2.load(Ordering::Relaxed) || KERNEL_LACKS_FACCESSAT2.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let probe = match sys::open_cached(path, libc::O_PATH) {
+            Ok(fd) => fd,
+            Err(e) if crate::locality::local_miss(path, e.os) => {
+                return Some(Err(crate::error::FsError::new(e.os, crate::Syscall::Access)));
+            }
+            Err(_) => return None,
+        };
+        let answer = on_local(probe, Use::Metadata, || sys::access_fd(probe, mode));
+        let _ = sys::close(probe);
+        match answer? {
+            Err(e) if e.os == libc::ENOSYS || e.os == libc::EINVAL => {
+                KERNEL_LACKS_FACCESSAT2.store(true, Ordering::Relaxed);
+                None
+            }
+            answer => Some(answer),
+        }
+    })();
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    let answer = {
+        let _ = (path, mode);
+        None
+    };
+    count(answer.is_some());
+    answer
+}
+
+/// Set once `faccessat2` has answered `ENOSYS` (before Linux 5.8): `access` is asked
+/// of the pool from then on.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+static KERNEL_LACKS_FACCESSAT2: AtomicBool = AtomicBool::new(false);
+
 /// Whether the fast paths may run: `configure({ fastPath })` sets it for the whole
 /// process (worker_threads included); `FAIRFS_FAST_PATH=0` in the environment turns
 /// them off from the start.

@@ -528,11 +528,7 @@ type CachedStat = Either3<Float64Array, BigInt64Array, (i32, &'static str)>;
 /// `null`, and the caller asks the pool.
 #[cfg(unix)]
 #[napi(ts_return_type = "Float64Array | BigInt64Array | [number, string] | null")]
-pub fn stat_cached(
-    path: Either<String, &[u8]>,
-    follow: bool,
-    bigint: bool,
-) -> Result<Option<CachedStat>> {
+pub fn stat_cached(path: Either<String, &[u8]>, follow: bool, bigint: bool) -> Result<Option<CachedStat>> {
     let path = c_path(&path)?;
     Ok(crate::cached::stat_cached(&path, follow).map(|answer| match answer {
         Ok(slots) => match stat_fields(slots, bigint) {
@@ -574,6 +570,19 @@ pub fn scandir_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
 pub fn access_path(env: Env, path: Either<String, &[u8]>, mode: i32) -> Result<f64> {
     let path = c_path(&path)?;
     submit_query(&env, Query::Access { path, mode }, false)
+}
+
+/// `access` on the calling thread where it cannot block
+/// ([`crate::cached::access_cached`]): `true`, the error as [`access_path`] delivers
+/// one (`[errno, syscall]`), or `null`, and the caller asks the pool.
+#[cfg(unix)]
+#[napi(ts_return_type = "true | [number, string] | null")]
+pub fn access_cached(path: Either<String, &[u8]>, mode: i32) -> Result<Option<Either<bool, (i32, &'static str)>>> {
+    let path = c_path(&path)?;
+    Ok(crate::cached::access_cached(&path, mode).map(|answer| match answer {
+        Ok(()) => Either::A(true),
+        Err(e) => Either::B((e.uv_errno(), e.syscall.as_str())),
+    }))
 }
 
 #[cfg(unix)]

@@ -39,6 +39,18 @@ pub fn open_cached_at(dir: Fd, path: &CStr, flags: i32) -> Result<Fd, FsError> {
     Ok(fd as Fd)
 }
 
+/// `faccessat2(fd, "", mode, AT_EMPTY_PATH)`: `access(2)`'s check (real ids, as
+/// libuv's `uv_fs_access` makes it) of the file an `O_PATH` fd names, from the inode in
+/// memory (Linux 5.8+; `ENOSYS` before).
+pub fn access_fd(fd: Fd, mode: i32) -> Result<(), FsError> {
+    // SAFETY: an empty NUL-terminated path; the kernel only reads it.
+    let r = unsafe { libc::syscall(libc::SYS_faccessat2, fd, c"".as_ptr(), mode, libc::AT_EMPTY_PATH) };
+    if r < 0 {
+        return Err(FsError::last(Syscall::Access));
+    }
+    Ok(())
+}
+
 /// The id of the mount `fd` lies on, as `/proc/self/mountinfo` numbers mounts, asked
 /// in a way no file system answers by calling out: `statx` for nothing but
 /// `STATX_MNT_ID`, with `AT_STATX_DONT_SYNC`. FUSE, NFS, CIFS and Ceph then answer

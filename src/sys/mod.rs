@@ -215,7 +215,7 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
 /// which exists only where they do.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 pub use linux::{
-    link_count, mount_id, mount_id_from_fdinfo, open_cached, open_cached_at, read_nowait, read_nowait_at,
+    access_fd, link_count, mount_id, mount_id_from_fdinfo, open_cached, open_cached_at, read_nowait, read_nowait_at,
     voluntary_switches,
 };
 
