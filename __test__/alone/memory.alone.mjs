@@ -19,7 +19,9 @@ import { nativeOnly, makeFile, runChild, v8Before13 } from '../helpers.mjs'
   t.is(r.bytes, 256 * 1024 * 1024)
   t.true(r.minor > 0, all)
   t.true(r.major <= 2, `mark-compacts: ${all}`)
-  t.true(r.misses * 5 < r.hits + r.misses, `fewer than a fifth of the blocks missed the pool: ${all}`)
+  // Without the nudge 69-78 of about 260 blocks missed (27-30%); with it 1-44 on a
+  // quiet machine, and 54 (21%) beside other test suites: a quarter tells them apart.
+  t.true(r.misses * 4 < r.hits + r.misses, `fewer than a quarter of the blocks missed the pool: ${all}`)
 })
 
 nativeOnly(test.serial)('ten loops of 16 MiB reads stay whole while reads wait for the buffers a collection returns', async (t) => {
