@@ -159,13 +159,27 @@ fuseTest('a hung FUSE mount holds its lane only: local reads and stats go on', a
 // the way it is spelled is left to go by. Sixteen requests: more than the process-wide
 // pool's four threads, which must be left to the local work.
 
-fuseTest('a hung FUSE mount reached through a symlink on the local disk holds its lane only', async (t) => {
-  const { source, files } = tree(16, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
+/**
+ * `dirs` directories of one file each on a slowfs mount that keeps names and
+ * attributes `seconds` (0: none), unmounted when the test ends.
+ */
+async function mountTree(t, dirs, seconds = 0) {
+  const { source, files } = tree(dirs, 1)
+  const fuse = await mountSlowfs({ source, options: { attrTimeout: seconds, entryTimeout: seconds, delays: {} } })
   t.teardown(() => fuse.unmount())
-  // The link is on the local disk: its path names no mount point.
+  return { source, files, fuse }
+}
+
+/** A symlink to `target` on the local disk: its path names no mount point. */
+function localLinkTo(target) {
   const link = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-link-')), 'mnt')
-  fs.symlinkSync(fuse.mountpoint, link)
+  fs.symlinkSync(target, link)
+  return link
+}
+
+fuseTest('a hung FUSE mount reached through a symlink on the local disk holds its lane only', async (t) => {
+  const { files, fuse } = await mountTree(t, 16)
+  const link = localLinkTo(fuse.mountpoint)
   for (const rel of files) fs.statSync(path.join(link, rel))
   await besideHungRequests(t, fuse, () =>
     files.map((rel, i) => (i % 2 ? fairfs.promises.stat(path.join(link, rel)) : fairfs.promises.readFile(path.join(link, rel)))),
@@ -173,9 +187,7 @@ fuseTest('a hung FUSE mount reached through a symlink on the local disk holds it
 })
 
 fuseTest('a hung FUSE mount reached by a path with doubled slashes holds its lane only', async (t) => {
-  const { source, files } = tree(16, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
-  t.teardown(() => fuse.unmount())
+  const { files, fuse } = await mountTree(t, 16)
   // Spellings of the mount point that no prefix match finds: `//tmp/.../mnt/f` and
   // `/tmp/...//mnt/f`. (`${mountpoint}//f` is found: the point, then a slash.)
   const { dir, base } = path.parse(fuse.mountpoint)
@@ -188,9 +200,7 @@ fuseTest('a hung FUSE mount reached by a path with doubled slashes holds its lan
 })
 
 fuseTest('copyFile from the local disk to a hung FUSE mount holds its lane only', async (t) => {
-  const { source } = tree(1, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
-  t.teardown(() => fuse.unmount())
+  const { source, fuse } = await mountTree(t, 1)
   // The source is local: only the destination says where the copy waits.
   const from = makeFile(64 * 1024, 'copy-source')
   const names = Array.from({ length: 16 }, (_, i) => `copy${i}`)
@@ -201,11 +211,8 @@ fuseTest('copyFile from the local disk to a hung FUSE mount holds its lane only'
 fuseTest('rename within a hung FUSE mount, from a path reached through a symlink or doubled slashes, holds its lane only', async (t) => {
   // Within one mount a rename's lane is its first path's, so what can miss the lane is
   // that path's spelling (a rename across mounts fails with EXDEV, asking neither).
-  const { source, files } = tree(16, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 0, entryTimeout: 0, delays: {} } })
-  t.teardown(() => fuse.unmount())
-  const link = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'fairfs-lanes-link-')), 'mnt')
-  fs.symlinkSync(fuse.mountpoint, link)
+  const { source, files, fuse } = await mountTree(t, 16)
+  const link = localLinkTo(fuse.mountpoint)
   const from = (rel, i) => (i % 2 ? path.join(link, rel) : `/${fuse.mountpoint}/${rel}`)
   for (const [i, rel] of files.entries()) fs.statSync(from(rel, i))
   await besideHungRequests(t, fuse, () =>
@@ -381,9 +388,7 @@ async function exitBesideHungCalls(t, fuse, calls) {
 }
 
 fuseTest('process.exit() returns while reads and stats wait on a hung mount (node:fs never returns: libuv joins its threads)', async (t) => {
-  const { source, files } = tree(4, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
-  t.teardown(() => fuse.unmount())
+  const { files, fuse } = await mountTree(t, 4, 30)
   const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
   let released = false
   t.teardown(() => released || fuse.cont())
@@ -403,9 +408,7 @@ fuseTest('process.exit() returns while reads and stats wait on a hung mount (nod
 })
 
 fuseTest('process.exit() waits, as node:fs does, for a writeFile and a mkdir accepted before it on a hung mount: they complete once the daemon answers', async (t) => {
-  const { source } = tree(1, 1)
-  const fuse = await mountSlowfs({ source, options: { attrTimeout: 30, entryTimeout: 30, delays: {} } })
-  t.teardown(() => fuse.unmount())
+  const { source, fuse } = await mountTree(t, 1, 30)
   const on = (rel) => JSON.stringify(path.join(fuse.mountpoint, rel))
   let released = false
   t.teardown(() => released || fuse.cont())
