@@ -147,4 +147,19 @@ function validateFd(fd) {
   validateInteger(fd, 'fd', 0, 2 ** 31 - 1)
 }
 
-module.exports = { getOptions, copyOptions, stringToFlags, validatePath, validateInteger, validateFd, parseFileMode, validateBoolean, isInt32, isFileHandle }
+/**
+ * `{ native, display }` of a path fairfs takes as it is (validatePath's, without its
+ * throw); null where node:fs must judge it (a path it would refuse, with its own error),
+ * or serve it: while node:fs's binding is mocked (lib/mocked.js), every call.
+ */
+function acceptedPath(path) {
+  if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
+  if (require('./mocked').nodeServes()) return null
+  try {
+    return validatePath(path)
+  } catch {
+    return null
+  }
+}
+
+module.exports = { getOptions, copyOptions, stringToFlags, validatePath, acceptedPath, validateInteger, validateFd, parseFileMode, validateBoolean, isInt32, isFileHandle }

@@ -7,8 +7,7 @@
 
 const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
-const { acceptedPath } = require('./mutate')
-const { nodeServes } = require('./mocked')
+const { acceptedPath } = require('./args')
 const { withCallerStack } = require('./errors')
 
 const node = { copyFile: nodeFs.copyFile, promises: { copyFile: nodeFs.promises.copyFile } }
@@ -34,7 +33,7 @@ function copyFile(src, dest, mode, callback) {
     mode = 0
   }
   const [from, to, bits] = [acceptedPath(src), acceptedPath(dest), acceptedMode(mode)]
-  if (!from || !to || bits === null || typeof callback !== 'function' || nodeServes()) {
+  if (!from || !to || bits === null || typeof callback !== 'function') {
     return Reflect.apply(node.copyFile, this, arguments)
   }
   submit(from, to, bits, (err) => callback(err))
@@ -43,7 +42,7 @@ function copyFile(src, dest, mode, callback) {
 /** `fs.promises.copyFile(src, dest[, mode])`. */
 function copyFilePromise(src, dest, mode) {
   const [from, to, bits] = [acceptedPath(src), acceptedPath(dest), acceptedMode(mode)]
-  if (!from || !to || bits === null || nodeServes()) return node.promises.copyFile(src, dest, mode)
+  if (!from || !to || bits === null) return node.promises.copyFile(src, dest, mode)
   return new Promise((resolve, reject) => submit(from, to, bits, (err) => (err ? reject(err) : resolve()))).then(undefined, withCallerStack)
 }
 

@@ -14,11 +14,10 @@ const nodeFs = require('node:fs')
 
 const { Dirent } = nodeFs
 const { binding, track, nativeError } = require('./native')
-const { validatePath } = require('./args')
+const { acceptedPath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
 const { current: settings } = require('./settings')
-const { nodeServes } = require('./mocked')
 const { withCallerStack } = require('./errors')
 
 const { F_OK, R_OK, W_OK, X_OK } = nodeFs.constants
@@ -42,20 +41,6 @@ const node = {
 const supported = typeof binding.statPath === 'function'
 
 const kMaxAccessMode = F_OK | R_OK | W_OK | X_OK
-
-/**
- * `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge
- * it, or serve it: while node:fs's binding is mocked (lib/mocked.js), every call.
- */
-function acceptedPath(path) {
-  if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
-  if (nodeServes()) return null
-  try {
-    return validatePath(path)
-  } catch {
-    return null
-  }
-}
 
 /** An access mode node:fs takes (its getValidMode), with its default. */
 function acceptedMode(mode) {
@@ -283,7 +268,6 @@ async function readdirPromise(path, options) {
 module.exports = {
   /** node:fs's own functions, taken at load: what runs where the addon has none. */
   node,
-  acceptedPath,
   acceptedEncoding,
   handleStat,
   readdir: named('readdir', readdir),

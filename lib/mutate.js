@@ -11,8 +11,7 @@
 
 const nodeFs = require('node:fs')
 const { binding, track, nativeError } = require('./native')
-const { validatePath, parseFileMode } = require('./args')
-const { nodeServes } = require('./mocked')
+const { acceptedPath, parseFileMode } = require('./args')
 const { withCallerStack } = require('./errors')
 
 /** node:fs's own functions, taken before install() replaces them. */
@@ -29,16 +28,6 @@ const supported = typeof binding.mutatePath === 'function'
 const kUnlink = 0
 const kRename = 1
 const kMkdir = 2
-
-/** `{ native, display }` of a path fairfs takes as it is; null where node:fs must judge or serve it. */
-function acceptedPath(path) {
-  if (typeof path !== 'string' && !(path instanceof Uint8Array) && !(path instanceof URL)) return null
-  try {
-    return validatePath(path)
-  } catch {
-    return null
-  }
-}
 
 /** Runs a change; `done(err)` once. */
 function submit(kind, target, dest, mode, done) {
@@ -65,13 +54,13 @@ function mkdirOptions(options) {
 
 function unlink(path, callback) {
   const target = acceptedPath(path)
-  if (!target || typeof callback !== 'function' || nodeServes()) return Reflect.apply(node.unlink, this, arguments)
+  if (!target || typeof callback !== 'function') return Reflect.apply(node.unlink, this, arguments)
   submit(kUnlink, target, undefined, 0, (err) => callback(err))
 }
 
 function rename(oldPath, newPath, callback) {
   const [from, to] = [acceptedPath(oldPath), acceptedPath(newPath)]
-  if (!from || !to || typeof callback !== 'function' || nodeServes()) return Reflect.apply(node.rename, this, arguments)
+  if (!from || !to || typeof callback !== 'function') return Reflect.apply(node.rename, this, arguments)
   submit(kRename, from, to, 0, (err) => callback(err))
 }
 
@@ -79,7 +68,7 @@ function mkdir(path, options, callback) {
   if (typeof options === 'function') callback = options
   const target = acceptedPath(path)
   const opts = mkdirOptions(options)
-  if (!target || !opts || typeof callback !== 'function' || nodeServes()) return Reflect.apply(node.mkdir, this, arguments)
+  if (!target || !opts || typeof callback !== 'function') return Reflect.apply(node.mkdir, this, arguments)
   submit(kMkdir, target, undefined, opts.mode, (err) => callback(err))
 }
 
@@ -89,20 +78,20 @@ const promise = (start) => new Promise((resolve, reject) => start((err) => (err 
 const promises = {
   unlink(path) {
     const target = acceptedPath(path)
-    if (!target || nodeServes()) return node.promises.unlink(path)
+    if (!target) return node.promises.unlink(path)
     return promise((done) => submit(kUnlink, target, undefined, 0, done))
   },
   rename(oldPath, newPath) {
     const [from, to] = [acceptedPath(oldPath), acceptedPath(newPath)]
-    if (!from || !to || nodeServes()) return node.promises.rename(oldPath, newPath)
+    if (!from || !to) return node.promises.rename(oldPath, newPath)
     return promise((done) => submit(kRename, from, to, 0, done))
   },
   mkdir(path, options) {
     const target = acceptedPath(path)
     const opts = mkdirOptions(options)
-    if (!target || !opts || nodeServes()) return node.promises.mkdir(path, options)
+    if (!target || !opts) return node.promises.mkdir(path, options)
     return promise((done) => submit(kMkdir, target, undefined, opts.mode, done))
   },
 }
 
-module.exports = supported ? { supported, unlink, rename, mkdir, promises, acceptedPath } : { supported, ...node, acceptedPath }
+module.exports = supported ? { supported, unlink, rename, mkdir, promises } : { supported, ...node }

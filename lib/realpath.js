@@ -21,7 +21,8 @@
 const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
 const pathModule = require('node:path')
-const { acceptedPath, acceptedEncoding } = require('./metadata')
+const { acceptedEncoding } = require('./metadata')
+const { acceptedPath } = require('./args')
 
 /** node:fs's fs.realpath, taken at load, before install() replaces it. */
 const nodeRealpath = nodeFs.realpath
