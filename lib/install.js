@@ -14,8 +14,8 @@
 // imports of node:fs and node:fs/promises see the change too
 // (module.syncBuiltinESMExports). Not patched:
 // the sync APIs (readFileSync and friends), which must block the caller by
-// definition and gain nothing from a pool, and the fs.read*/open primitives, whose
-// callers manage fds and buffers themselves.
+// definition and gain nothing from a pool, and the fs.read* primitives and fs.open
+// for reading, whose callers manage fds and buffers themselves.
 //
 // A function a caller replaced since fairfs loaded is left alone, by install() and by
 // uninstall() (see atLoad). While node:fs's binding is mocked (mock-fs), the

@@ -14,7 +14,7 @@
 // What stays node:fs's: 'finish' means every byte reached the kernel (_final waits for
 // the writes in flight); the fd closes, with `flush` after fsync, only once they are
 // done; writes reach the fd in the order made, and none runs after one that failed or
-// fell short (a WriteChain, src/jobs/write.rs): the rest of a short write is written
+// fell short (a WriteChain, src/jobs/write_chain.rs): the rest of a short write is written
 // again, as node:fs's writeAll does, and the writes behind it follow. A failed write
 // destroys the stream with node:fs's error ('error', then 'close'); the callback it
 // reaches is the queued chunk's, where node:fs's reaches the failed chunk's own.

@@ -3,27 +3,33 @@
 //! process-wide pool, whose CPU-sized thread count is right for copying from the page
 //! cache and wrong for waiting on a network.
 //!
-//! * **Which lane.** A request's file is looked up on the calling thread without
-//!   waiting (`locality::remote_of_path`, `remote_of_fd`); a file on a remote mount
-//!   goes to that mount's lane, made on first use, everything else to the process-wide
-//!   pool. Where no mount is remote, that is one look at the mount table.
+//! * **Which lane.** Where a request's path leads is found on the calling thread
+//!   without waiting (`locality::remote_of_path`: the cached lookup, else the
+//!   directory where it stops; `remote_of_fd`); a file on a remote mount goes to that
+//!   mount's lane, made on first use, a path through a symlink the kernel has not
+//!   cached to a lane of its own (`locality::UNRESOLVED`), everything else to the
+//!   process-wide pool. Where no mount is remote, that is one look at the mount table.
 //! * **How many in flight.** A lane starts with [`FIRST_THREADS`] workers and grows,
-//!   as its requests queue behind busy workers (blocked on the server), by the number
-//!   queued, up to [`max_threads`] (64 by default, the usual `UV_THREADPOOL_SIZE=64`
-//!   advice; `configure({ laneThreads })`). So a slow mount gets many requests in
-//!   flight, a hung one holds at most its own lane's threads, and local work never
-//!   waits for a thread behind either. Once none of its workers has had work for
-//!   [`crate::pool::LANE_IDLE_AFTER`] (1 s), a lane goes back to its first workers.
-//! * **Within a lane**, the pool's deficit round robin by bytes, admission (half of the
-//!   process-wide limits, so a hung mount cannot take every fd or byte) and parts: a
+//!   as its requests queue behind busy workers (blocked on the server), to one worker
+//!   per request in it (running or queued). All lanes together hold at most
+//!   [`max_threads`] (64 by default, the usual `UV_THREADPOOL_SIZE=64` advice;
+//!   `configure({ laneThreads })`; each keeps one past it: `pool::budget`). So a slow
+//!   mount gets many requests in flight, hung ones hold at most those threads, and
+//!   local work never waits for a thread behind them. Once none of its workers has had
+//!   work for [`crate::pool::LANE_IDLE_AFTER`] (1 s), a lane goes back to its first
+//!   workers.
+//! * **Within a lane**, the pool's deficit round robin by bytes, admission (the lanes
+//!   together hold half of the process-wide limits, split evenly, so hung mounts cannot
+//!   take every fd or byte) and parts: a
 //!   big file is read with up to a lane's threads in flight: while its next part finds
 //!   no free worker, the lane starts one more, so a lone 8 MiB read from a slow mount
 //!   has a part in flight per chunk, as a burst of requests has a request per worker.
 //! * Lanes live as long as the process; their threads are never joined, so a thread
 //!   stuck on a hung mount does not hold up `process.exit()`.
 //! * An fd's ordered requests ([`crate::jobs::write`]) stay in the lane of their fd's
-//!   first request until it is closed, whatever the mount table says meanwhile: one
-//!   fd's writes, sync and close are in one pool's queue, in order.
+//!   first request while the fd is on the same mount, whatever the mount table says
+//!   meanwhile: one fd's writes, sync and close are in one pool's queue, in order; a
+//!   number closed behind fairfs's back and reused elsewhere is routed anew.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
