@@ -29,11 +29,14 @@ import * as fresh from './js/fresh.mjs'
 const BENCHMARKS = [readfile, writefile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, upload, slowStorage, metadata]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
+/** What `--quick` runs when no benchmark is named: one round of the headline rows. */
+const QUICK = [readfile, writefile, fairness]
+
 /** Run only when asked for with --peers: it fetches Bun and Deno from the npm registry. */
 const OPT_IN = [peers]
 
 const USAGE = `usage: npm run bench [-- [--quick] [--peers] [filter...]]
-  --quick   short smoke run (about a minute)
+  --quick   one short round (under 2 minutes): ${QUICK.map((b) => b.name).join(', ')}, or the benchmarks named
   --peers   also compare with Bun and Deno (fetched from the npm registry once)
   filter    run only benchmarks whose name contains one of the filters
 benchmarks: ${BENCHMARKS.map((b) => b.name).join(', ')}; with --peers: ${OPT_IN.map((b) => b.name).join(', ')}`
@@ -95,7 +98,8 @@ function commandLine(args) {
 async function main() {
   const args = process.argv.slice(2)
   const { quick, peers: withPeers, filters } = parseArgs(args)
-  const selected = [...BENCHMARKS, ...(withPeers ? OPT_IN : [])].filter((b) => !filters.length || filters.some((f) => b.name.includes(f)))
+  const all = [...(quick && !filters.length ? QUICK : BENCHMARKS), ...(withPeers ? OPT_IN : [])]
+  const selected = all.filter((b) => !filters.length || filters.some((f) => b.name.includes(f)))
   if (!selected.length) {
     console.error(`no benchmark matches ${filters.join(', ')}\n${USAGE}`)
     process.exit(2)

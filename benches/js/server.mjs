@@ -56,12 +56,24 @@ function clientCgroup() {
   return null
 }
 
+/**
+ * What a child printed on stderr, the last 16 KiB of it: shown only if the child fails,
+ * so that a server's logged premature closes (clients cut off at the end of a round)
+ * do not fill the screen between the tables.
+ */
+function stderrTail(child) {
+  let tail = ''
+  child.stderr.setEncoding('utf8').on('data', (d) => { tail = (tail + d).slice(-16384) })
+  return () => tail
+}
+
 /** Starts server `kind` (a key of SERVERS) on `dir` in a process of its own; resolves with it and its port. */
 export function launchServer(kind, dir, { execArgv = [], env = process.env } = {}) {
-  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, env, cwd: repo, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const child = fork(SERVERS[kind], [dir, '0'], { execArgv, env, cwd: repo, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] })
+  const stderr = stderrTail(child)
   return new Promise((resolve, reject) => {
     child.once('message', ({ port }) => resolve({ child, port }))
-    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)))
+    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}\n${stderr()}`)))
   })
 }
 
@@ -72,13 +84,14 @@ function startServer(side, dir) {
 
 /** Runs a load generator script of server/; resolves with the JSON it prints. */
 export function generator(script, args, cgroup) {
-  const proc = spawn(process.execPath, [path.join(here, 'server', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const proc = spawn(process.execPath, [path.join(here, 'server', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'pipe'] })
   cgroup?.add(proc.pid)
+  const stderr = stderrTail(proc)
   let out = ''
   proc.stdout.setEncoding('utf8').on('data', (d) => { out += d })
   return new Promise((resolve, reject) => {
     proc.on('error', reject)
-    proc.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${script} exited with ${code}`))))
+    proc.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${script} exited with ${code}\n${stderr()}`))))
   })
 }
 
