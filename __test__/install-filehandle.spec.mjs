@@ -3,7 +3,7 @@
 import test from 'ava'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { fairfs, nativeOnly, makeFile, describeError, posixOnly, callerFds } from './helpers.mjs'
 
@@ -118,4 +118,25 @@ nativeOnly(test)('ESM named imports of node:fs and node:fs/promises follow insta
     console.log(JSON.stringify({ during, after }))`
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, FAIRFS_BACKEND: 'native' } })
   t.deepEqual(JSON.parse(out), { during: [true, true, true], after: [true, true, true] })
+})
+
+// `handle.stat.call({})` and the like: node:fs's own ERR_INTERNAL_ASSERTION, and, in a
+// fresh process where that is the first call, real handles still work after it (a
+// receiver that is no FileHandle once made fairfs learn no reference counting at all).
+nativeOnly(test)('FileHandle methods called on something that is not a FileHandle fail as node:fs\'s, and handles work after', async (t) => {
+  const register = fileURLToPath(new URL('../register.js', import.meta.url))
+  const code = `const fs = require('fs')
+    ;(async () => {
+      const h = await fs.promises.open(${JSON.stringify(register)})
+      for (const m of ['stat', 'readFile', 'writeFile', 'appendFile']) {
+        try { await h[m].call({}, 'x'); console.log(m, 'ok') } catch (e) { console.log(m, e.code, e.message) }
+      }
+      console.log((await h.stat()).size, (await h.readFile()).length)
+      await h.close()
+    })()`
+  const run = (args) => spawnSync(process.execPath, [...args, '-e', code], { encoding: 'utf8', timeout: 60_000 })
+  const [node, ours] = [run([]), run(['-r', register])]
+  t.is(ours.status, 0, ours.stderr)
+  t.regex(node.stdout, /^stat ERR_INTERNAL_ASSERTION/)
+  t.is(ours.stdout, node.stdout)
 })

@@ -231,9 +231,19 @@ function patchFileHandle(proto) {
   handleNode ??= { readFile: proto.readFile, createReadStream: proto.createReadStream, stat: proto.stat, writeFile: proto.writeFile, appendFile: proto.appendFile }
   handleOriginals = []
   const { readFile: originalReadFile, stat: originalStat } = handleNode
-  const patch = (name, replacement) => {
+  const patch = (name, fairfsMethod) => {
     if (proto[name] !== handleNode[name]) return // a caller's, left alone (see atLoad)
-    handleOriginals.push({ holder: proto, name, original: proto[name], replacement })
+    const original = proto[name]
+    // Called on something that is not a FileHandle (`handle.stat.call({})`): node's own
+    // method, and so node's own error.
+    const replacement = {
+      [name](...args) {
+        const handle = this != null && Object.getPrototypeOf(this) === proto
+        return Reflect.apply(handle ? fairfsMethod : original, this, args)
+      },
+    }[name]
+    Object.defineProperty(replacement, 'length', { value: fairfsMethod.length })
+    handleOriginals.push({ holder: proto, name, original, replacement })
     proto[name] = replacement
   }
   if (api.metadata) {
