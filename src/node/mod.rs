@@ -520,6 +520,7 @@ pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bo
 }
 
 /// What [`stat_cached`] answers: the fields, or the error as `[errno, syscall]`.
+#[cfg(unix)]
 type CachedStat = Either3<Float64Array, BigInt64Array, (i32, &'static str)>;
 
 /// `stat` (`follow`) or `lstat` on the calling thread where it cannot block

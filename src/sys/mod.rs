@@ -160,8 +160,9 @@ pub fn is_would_block(e: &FsError) -> bool {
 /// Moves a descriptor fairfs keeps for the process's life above the numbers an
 /// application's files take (to 1024 or more, or half the limit where that is lower),
 /// so that `open` returns the numbers it returns under node:fs (tests name things
-/// after them). Keeps `fd` where no higher number is free.
-#[cfg(unix)]
+/// after them). Keeps `fd` where no higher number is free. (Linux: the mount table's
+/// watcher holds the only such fd.)
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
 pub fn move_fd_high(fd: Fd) -> Fd {
     let floor = (max_open_files() / 2).min(1024) as libc::c_int;
     if fd >= floor {
