@@ -2,6 +2,8 @@
 import test from 'ava'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { fairfs, isNative, nativeOnly, makeFile, tmpPath, viaCallback, viaPromise } from './helpers.mjs'
 
 const original = { readFile: fs.readFile, promisesReadFile: fs.promises.readFile, createReadStream: fs.createReadStream }
@@ -69,16 +71,21 @@ test('fairfs streams are instanceof fs.ReadStream', (t) => {
 // fairfs's own long-lived descriptors (the mount table it watches) live above the
 // numbers an application's files take: after fairfs has read, stat'ed, written and
 // watched the mounts, `open` returns the number it returns under node:fs (tar's tests
-// name test points after them).
-test('open returns the fd numbers node:fs returns, after fairfs has done its own work', async (t) => {
-  const { spawnSync } = await import('node:child_process')
-  const { fileURLToPath } = await import('node:url')
+// name test points after them). Linux, where /proc shows when install()'s own
+// FileHandle (opened to learn FileHandle's prototype) is closed again: until then it
+// holds a number, as any library's open file would.
+const onLinux = process.platform === 'linux' ? test : (title, fn) => test.skip(`${title} [reads /proc/self/fd: Linux only]`, fn)
+onLinux('open returns the fd numbers node:fs returns, after fairfs has done its own work', (t) => {
   const index = fileURLToPath(new URL('../index.js', import.meta.url))
   const scratch = tmpPath('fd-numbers')
   const code = `const fs = require('fs')
     if (process.argv[1] === 'ours') require(${JSON.stringify(index)}).install()
+    const installsOwn = () => fs.readdirSync('/proc/self/fd').some((fd) => {
+      try { return fs.readlinkSync('/proc/self/fd/' + fd).endsWith('install.js') } catch { return false }
+    })
     ;(async () => {
-      await fs.promises.readFile(__filename === '[eval]' ? ${JSON.stringify(index)} : __filename)
+      for (let i = 0; i < 200 && installsOwn(); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+      await fs.promises.readFile(${JSON.stringify(index)})
       await fs.promises.stat(${JSON.stringify(index)})
       await fs.promises.writeFile(${JSON.stringify(scratch)}, 'x')
       const fds = [fs.openSync(${JSON.stringify(index)}, 'r')]
