@@ -60,29 +60,19 @@ fn open_unless_lacking(
 /// if they can be had without blocking, else `None` and the caller asks the pool. The
 /// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
 /// disk or a revalidation; `statx` of that fd then reads the inode in memory, on a
-/// local mount (`locality`). Errors (a missing file included) go to the
-/// pool, which reports them as node:fs does.
+/// local mount (`locality`). A miss the dentry cache knows is answered here too
+/// ([`look_or_miss`]); other errors go to the pool, which reports them as node:fs does.
 #[cfg(unix)]
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatSlots, crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     let answer = (|| {
-        if !enabled() || KERNEL_LACKS_OPENAT2.load(Ordering::Relaxed) {
+        if !enabled() {
             return None;
         }
-        let probe = match sys::open_cached(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW }) {
+        let syscall = if follow { crate::Syscall::Stat } else { crate::Syscall::Lstat };
+        let probe = match look_or_miss(path, libc::O_PATH | if follow { 0 } else { libc::O_NOFOLLOW }, syscall)? {
             Ok(fd) => fd,
-            // A miss the dentry cache knows is answered here as a hit is, so that hits
-            // and misses of one call take one route and complete in node:fs's order.
-            Err(e) if crate::locality::local_miss(path, e.os) => {
-                let syscall = if follow { crate::Syscall::Stat } else { crate::Syscall::Lstat };
-                return Some(Err(crate::error::FsError::new(e.os, syscall)));
-            }
-            Err(e) => {
-                if e.os == libc::ENOSYS || e.os == libc::EINVAL {
-                    KERNEL_LACKS_OPENAT2.store(true, Ordering::Relaxed);
-                }
-                return None;
-            }
+            Err(miss) => return Some(Err(miss)),
         };
         let slots = on_local(probe, Use::Metadata, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
         // An O_PATH fd has no file operations: closing it never reaches the file system.
@@ -105,16 +95,12 @@ pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatS
 pub fn access_cached(path: &CStr, mode: i32) -> Option<Result<(), crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
     let answer = (|| {
-        if !enabled() || KERNEL_LACKS_OPENAT2.load(Ordering::Relaxed) || KERNEL_LACKS_FACCESSAT2.load(Ordering::Relaxed)
-        {
+        if !enabled() || KERNEL_LACKS_FACCESSAT2.load(Ordering::Relaxed) {
             return None;
         }
-        let probe = match sys::open_cached(path, libc::O_PATH) {
+        let probe = match look_or_miss(path, libc::O_PATH, crate::Syscall::Access)? {
             Ok(fd) => fd,
-            Err(e) if crate::locality::local_miss(path, e.os) => {
-                return Some(Err(crate::error::FsError::new(e.os, crate::Syscall::Access)));
-            }
-            Err(_) => return None,
+            Err(miss) => return Some(Err(miss)),
         };
         let answer = on_local(probe, Use::Metadata, || sys::access_fd(probe, mode));
         let _ = sys::close(probe);
@@ -266,6 +252,26 @@ fn read_whole(fd: crate::sys::Fd, max_size: usize) -> Cached {
     })();
     let _ = sys::close(fd);
     result.map_or(Cached::Miss, Cached::Hit)
+}
+
+/// [`look`], for a metadata call made as `syscall`: the fd, or a miss the dentry cache
+/// knows (the directory where the lookup stopped is local and allowed: `locality::local_miss`)
+/// as that call's error, answered where a hit is, so that hits and misses of one call
+/// take one route and complete in node:fs's order; `None`: ask the pool.
+#[cfg(all(target_os = "linux", not(fairfs_portable)))]
+fn look_or_miss(
+    path: &CStr,
+    flags: i32,
+    syscall: crate::Syscall,
+) -> Option<Result<crate::sys::Fd, crate::error::FsError>> {
+    let mut miss = None;
+    let fd =
+        open_unless_lacking(&KERNEL_LACKS_OPENAT2, || sys::open_cached(path, flags).inspect_err(|e| miss = Some(e.os)));
+    match (fd, miss) {
+        (Some(fd), _) => Some(Ok(fd)),
+        (None, Some(os)) if crate::locality::local_miss(path, os) => Some(Err(crate::error::FsError::new(os, syscall))),
+        _ => None,
+    }
 }
 
 /// Looks `path` up with `O_PATH` (plus `flags`), which opens nothing, if the lookup
