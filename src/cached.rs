@@ -61,7 +61,7 @@ fn open_unless_lacking(
 /// lookup is `openat2(O_PATH, RESOLVE_CACHED)`, which fails rather than wait for a
 /// disk or a revalidation; `statx` of that fd then reads the inode in memory, on a
 /// local mount (`locality`). A miss the dentry cache knows is answered here too
-/// ([`look_or_miss`]); other errors go to the pool, which reports them as node:fs does.
+/// (`look_or_miss`); other errors go to the pool, which reports them as node:fs does.
 #[cfg(unix)]
 pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatSlots, crate::error::FsError>> {
     #[cfg(all(target_os = "linux", not(fairfs_portable)))]
