@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use fairfs::buffer_pool::BufferPool;
+use fairfs::memory::buffer_pool::BufferPool;
 
 /// Writes one byte per 4 KiB page, as a read into the buffer would fault each page in.
 fn touch(buf: &mut Vec<u8>, len: usize) {

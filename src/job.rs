@@ -7,9 +7,9 @@
 //! [`Waits`], through [`Job::waits`]: the pool asks it why it cannot go on, and tells
 //! it what it was given.
 
-use crate::lent::Lent;
 use crate::loom::sync::atomic::AtomicBool;
 use crate::loom::sync::Arc;
+use crate::memory::lent::Lent;
 
 /// Which way a job moves file data ([`Job::data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub enum Wait {
     /// again.
     FileClosed,
     /// A big read, granted its bytes, waits for memory its caller lends
-    /// ([`crate::lent`]): it leaves the queue, keeping its slot and bytes, until the
+    /// ([`crate::memory::lent`]): it leaves the queue, keeping its slot and bytes, until the
     /// caller answers ([`crate::pool::Pool::lend`]).
     Memory(u64),
     /// It reads a source that may block for any time (a FIFO waiting for a writer, a

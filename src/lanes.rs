@@ -35,7 +35,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::job::Job;
-use crate::lent::Lent;
+use crate::memory::lent::Lent;
 use crate::pool::budget::ThreadBudget;
 use crate::pool::{global, Pool, Ticket};
 use crate::sys::Fd;

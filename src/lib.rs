@@ -12,10 +12,8 @@
 //! * [`job`]: the contract between the pool and the work it runs;
 //! * [`policy`]: admission (open files and result memory), contention (how many big
 //!   files at once) and which threads are libuv's;
-//! * [`buffer_pool`]: reusable, already-faulted buffers in size classes;
-//! * [`external_memory`]: what the JS engine is told of pooled memory JS holds;
-//! * [`lent`]: memory the caller lends a read to fill (a JS Buffer), freed by its GC;
-//! * [`borrowed`]: bytes a write takes from the caller's memory (a JS Buffer), no copy;
+//! * [`memory`]: reusable, already-faulted buffers in size classes, what the JS engine
+//!   is told of them, memory a caller lends a read to fill and bytes a write borrows;
 //! * [`jobs`]: the work the pool runs: whole-file reads, a stream's open, block and
 //!   close, `readFiles` batches (small results packed into shared slabs);
 //! * [`closer`]: closes that may wait on storage, moved off the calling thread;
@@ -26,21 +24,17 @@
 //! See ARCHITECTURE.md for how a read flows from JS through the pool and back.
 
 pub mod at_exit;
-pub mod borrowed;
-pub mod buffer_pool;
 pub mod cached;
 pub mod closer;
 pub mod error;
-pub mod external_memory;
-pub mod free_later;
 pub mod job;
 pub mod jobs;
 #[cfg(not(fairfs_loom))]
 pub mod lanes;
-pub mod lent;
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 mod locality;
 mod loom;
+pub mod memory;
 pub mod parts;
 pub mod policy;
 pub mod pool;
@@ -56,11 +50,11 @@ mod test_files;
 #[cfg(feature = "node")]
 mod node;
 
-pub use buffer_pool::BufferPool;
 pub use error::{FsError, ReadError, Syscall};
 pub use job::{Data, Job, Piece, Step};
 pub use jobs::once::OnceJob;
 pub use jobs::read_file::{read_blocking, submit_read, Outcome};
+pub use memory::buffer_pool::BufferPool;
 #[cfg(not(fairfs_loom))]
 pub use pool::global;
 pub use pool::{Pool, Stats, Ticket};

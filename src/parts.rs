@@ -13,18 +13,18 @@
 //! * A part that meets end of file early (the file shrank) lowers the result's end,
 //!   and nothing past it is handed out. The result is the prefix up to the lowest end
 //!   seen: what a sequential read would give.
-//! * The buffer is pooled, or memory the caller lent ([`crate::lent`]).
+//! * The buffer is pooled, or memory the caller lent ([`crate::memory::lent`]).
 //! * [`Parts`] owns the buffer. It waits for every part handed out before it gives
 //!   the buffer away ([`Parts::finish`]) or frees it (drop), so a part never writes
 //!   into memory that anyone else can see.
 
 use std::mem::MaybeUninit;
 
-use crate::buffer_pool::PooledBytes;
 use crate::error::{FsError, Syscall};
 use crate::job::Piece;
-use crate::lent::{Filled, Lent};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::memory::buffer_pool::PooledBytes;
+use crate::memory::lent::{Filled, Lent};
 use crate::sys::{self, Fd};
 
 /// What the parts handed out so far have done.

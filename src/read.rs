@@ -23,11 +23,11 @@
 
 use std::ffi::CString;
 
-use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
 use crate::job::Wait;
 use crate::job::{CancelFlag, MemoryAsker, Waits};
-use crate::lent::{Filled, Lent};
+use crate::memory::buffer_pool::{BufferPool, PooledBytes};
+use crate::memory::lent::{Filled, Lent};
 use crate::parts::{Part, Parts};
 use crate::sys::{self, Fd};
 
@@ -528,7 +528,9 @@ fn allocate(file: &mut OpenFile, limits: &ReadLimits, lent: Option<Lent>) -> Res
     }
     // Pooled buffers come back already faulted in; bigger files get their own.
     match limits.buffers {
-        Some(_) if size <= crate::buffer_pool::MAX_CLASS => file.buf = PooledBytes::for_read(size, limits.buffers),
+        Some(_) if size <= crate::memory::buffer_pool::MAX_CLASS => {
+            file.buf = PooledBytes::for_read(size, limits.buffers)
+        }
         _ => file.buf.vec_mut().try_reserve_exact(size).map_err(|_| out_of_memory())?,
     }
     if file.owned && size > limits.chunk_size {

@@ -28,9 +28,9 @@
 
 use std::ffi::CString;
 
-use crate::borrowed::Borrowed;
 use crate::error::{FsError, ReadError};
 use crate::job::{Wait, Waits};
+use crate::memory::borrowed::Borrowed;
 use crate::sys::{self, Fd};
 
 /// Where to write.

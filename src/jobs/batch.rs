@@ -8,9 +8,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::ReadError;
 use crate::jobs::pack::{Packed, Packer};
+use crate::memory::buffer_pool::{BufferPool, PooledBytes};
 
 /// One file's outcome in a finished batch: where its bytes are, or its error.
 pub type Outcome = Result<Packed, ReadError>;

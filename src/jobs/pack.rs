@@ -9,7 +9,7 @@
 //! node's own pool does for small Buffers. A kept result keeps its slab alive: at
 //! most [`SLAB_SIZE`] for one result of up to [`MAX_PACKED`] bytes.
 
-use crate::buffer_pool::{BufferPool, PooledBytes};
+use crate::memory::buffer_pool::{BufferPool, PooledBytes};
 
 /// The size of a slab.
 pub const SLAB_SIZE: usize = 64 * 1024;

@@ -1,11 +1,11 @@
 //! A `readFile` request as a pool [`Job`]: the read algorithm plus the code that
 //! receives its outcome.
 
-use crate::buffer_pool::PooledBytes;
 use crate::error::ReadError;
 pub use crate::job::MemoryAsker;
 use crate::job::{Job, Piece, Step, Waits};
-use crate::lent::Filled;
+use crate::memory::buffer_pool::PooledBytes;
+use crate::memory::lent::Filled;
 use crate::pool::{Pool, Ticket};
 use crate::read::{pooled_only, FileRead, Progress, ReadLimits, Source};
 
@@ -111,7 +111,7 @@ pub fn read_blocking(pool: &Pool, source: Source, limits: ReadLimits) -> Outcome
 #[cfg(all(test, not(fairfs_loom)))]
 mod tests {
     use super::*;
-    use crate::lent::Lent;
+    use crate::memory::lent::Lent;
 
     #[test]
     fn big_files_read_through_the_pool_in_parts_are_whole() {

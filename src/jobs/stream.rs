@@ -7,11 +7,11 @@
 
 use std::ffi::CStr;
 
-use crate::buffer_pool::{BufferPool, PooledBytes};
 use crate::error::{FsError, ReadError, Syscall};
+use crate::memory::buffer_pool::{BufferPool, PooledBytes};
 
 use crate::job::{CancelFlag, Job, Piece, Step, Wait, Waits};
-use crate::lent::Filled;
+use crate::memory::lent::Filled;
 use crate::parts::{Part, Parts};
 use crate::read::{wait_readable, MAX_READ_SYSCALL};
 use crate::sys::{self, Fd};

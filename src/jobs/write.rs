@@ -11,10 +11,10 @@
 use std::sync::Arc;
 
 use crate::at_exit::MustFinish;
-use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step};
 pub use crate::jobs::write_chain::WriteChain;
+use crate::memory::borrowed::Borrowed;
 use crate::sys::{self, Fd};
 
 /// What to do with the fd.

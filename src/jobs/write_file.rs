@@ -4,9 +4,9 @@
 //! chunk read is.
 
 use crate::at_exit::MustFinish;
-use crate::borrowed::Borrowed;
 use crate::error::ReadError;
 use crate::job::{Data, Job, Step, Waits};
+use crate::memory::borrowed::Borrowed;
 use crate::pool::{Pool, Ticket};
 use crate::write::{FileWrite, Target, WriteLimits};
 

@@ -39,9 +39,7 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
-use crate::buffer_pool::{self, PooledBytes, MIN_CLASS};
 use crate::error::ReadError;
-use crate::external_memory::Ledger;
 use crate::job::Job;
 use crate::jobs::batch::{BatchDone, BatchSlots};
 #[cfg(unix)]
@@ -50,7 +48,9 @@ use crate::jobs::once::OnceJob;
 use crate::jobs::pack::Packed;
 use crate::jobs::read_file::{FilledOutcome, MemoryAsker, ReadFileJob};
 use crate::jobs::stream::{self, BlockJob, OpenJob, OpenedFd};
-use crate::lent::{Filled, Lent};
+use crate::memory::buffer_pool::{self, PooledBytes, MIN_CLASS};
+use crate::memory::external_memory::Ledger;
+use crate::memory::lent::{Filled, Lent};
 use crate::pool::{global, Ticket};
 use crate::read::pooled_only;
 use crate::read::{ReadLimits, Source};

@@ -81,7 +81,7 @@ pub(super) fn to_pieces<'e>(
 
 /// An external Buffer over `ptr..ptr + len`, a range of `block`'s bytes that no
 /// other Buffer views; `block_len` is the block's length, whose stock in the pool
-/// decides what V8 is told ([`crate::external_memory`]).
+/// decides what V8 is told ([`crate::memory::external_memory`]).
 pub(super) fn external_view<'e>(
     env: &'e Env,
     views: &Rc<Views>,

@@ -75,7 +75,7 @@ pub struct BufferStats {
     pub outstanding: f64,
     pub max_pooled_bytes: f64,
     /// Pooled bytes lent to this thread's Buffers that V8 does not count now
-    /// ([`crate::external_memory`]).
+    /// ([`crate::memory::external_memory`]).
     pub untold_bytes: f64,
     /// Pooled bytes given up because another thread might still see them: Buffers
     /// whose memory was transferred away, alive when their worker exited ([`views`]).

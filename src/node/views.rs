@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use napi::bindgen_prelude::{BufferSlice, Env, Error, FromNapiValue, JsValue, Result};
 use napi::sys;
 
-use crate::buffer_pool::PooledBytes;
+use crate::memory::buffer_pool::PooledBytes;
 
 /// Pooled bytes that one or more external Buffers view, freed or pooled again when
 /// the last of them is finalized, and abandoned if any of them might still be seen.

@@ -5,9 +5,9 @@
 //! `fs.fsync`, `fs.fdatasync`, `fs.close`) in order per fd.
 
 use super::*;
-use crate::borrowed::Borrowed;
 use crate::jobs::write::{FdJob, FdOp, WriteChain};
 use crate::jobs::write_file::WriteFileJob;
+use crate::memory::borrowed::Borrowed;
 use crate::write::{Target, WriteLimits};
 use std::sync::Arc;
 

@@ -133,7 +133,7 @@ impl PartsProbe {
     fn new(ended: &Arc<AtomicUsize>) -> Box<PartsProbe> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::open("/dev/zero").unwrap();
-        let buf = crate::buffer_pool::PooledBytes::unpooled(Vec::with_capacity(3));
+        let buf = crate::memory::buffer_pool::PooledBytes::unpooled(Vec::with_capacity(3));
         let parts = crate::parts::Parts::new(file.as_raw_fd(), buf, 3);
         Box::new(PartsProbe { parts: Some(parts), _file: file, ended: ended.clone() })
     }

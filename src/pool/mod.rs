@@ -36,9 +36,9 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::job::Job;
-use crate::lent::Lent;
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+use crate::memory::lent::Lent;
 use crate::policy::admission::{Admission, Limits};
 use crate::policy::contention::{BusyClock, Governor};
 use crate::scheduler::FairQueue;
@@ -429,9 +429,9 @@ pub fn global() -> &'static Pool {
     static GLOBAL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
     GLOBAL.get_or_init(|| {
         let hooks = Hooks {
-            idle: Some(|| crate::buffer_pool::global().trim()),
-            bytes_in_flight: Some(|bytes| crate::buffer_pool::global().set_bytes_in_flight(bytes)),
-            threads: Some(|n| crate::buffer_pool::global().set_max_waiters(n.saturating_sub(1))),
+            idle: Some(|| crate::memory::buffer_pool::global().trim()),
+            bytes_in_flight: Some(|bytes| crate::memory::buffer_pool::global().set_bytes_in_flight(bytes)),
+            threads: Some(|n| crate::memory::buffer_pool::global().set_max_waiters(n.saturating_sub(1))),
         };
         Pool::with_hooks(DEFAULT_THREADS, DEFAULT_CHUNK_SIZE, hooks)
     })

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use crate::job::Wait;
-use crate::lent::Lent;
 use crate::loom::sync::atomic::Ordering;
 use crate::loom::sync::{Arc, Mutex, MutexGuard};
 use crate::loom::thread;
+use crate::memory::lent::Lent;
 use crate::scheduler::Flow;
 
 use super::finish::{deliver, finish_cancelled};

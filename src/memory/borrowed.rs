@@ -2,7 +2,7 @@
 //!
 //! In the binding it is the JS Buffer passed to `writeFile`, held by a reference
 //! until the outcome is delivered (node:fs holds its Buffer the same way while libuv
-//! writes from it). [`crate::lent`] is the other direction: memory a read fills.
+//! writes from it). [`crate::memory::lent`] is the other direction: memory a read fills.
 
 /// `len` bytes at `ptr`, readable until this is dropped.
 pub struct Borrowed {

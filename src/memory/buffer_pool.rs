@@ -32,9 +32,9 @@
 //! (a request above the largest class, or a `Vec` from elsewhere) is simply freed on
 //! release.
 
-use crate::free_later;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Condvar, Mutex};
+use crate::memory::free_later;
 
 /// Smallest pooled size: below this, copying is as cheap as pooling.
 /// Buffers from this size on ask for transparent huge pages.

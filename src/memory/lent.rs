@@ -9,7 +9,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::buffer_pool::PooledBytes;
+use crate::memory::buffer_pool::PooledBytes;
 
 /// `len` bytes at `ptr`, lent until this is dropped.
 pub struct Lent {
