@@ -37,7 +37,7 @@ export interface BufferStats {
   maxPooledBytes: number
   /**
    * Pooled bytes lent to this thread's Buffers that V8 does not count now
-   * ([`crate::external_memory`]).
+   * ([`crate::memory::external_memory`]).
    */
   untoldBytes: number
   /**
@@ -82,6 +82,14 @@ export declare function closeFd(fd: number): number
  * them). Returns the request id.
  */
 export declare function closeInOrder(fd: number): number
+
+/**
+ * `fs.close` on the JS thread of a caller's fd opened for reading only, with none of
+ * fairfs's requests on it in flight (the JS side knows): true, or the error as
+ * `[errno, syscall]`, once closed, with what `closeInOrder` forgets forgotten; false
+ * with `fd` still open (`closeInOrder` then closes it on the pool).
+ */
+export declare function closeReadOnlyCached(fd: number): boolean | unknown
 
 /**
  * Resizes the pool, sets the chunk size, the buffer pool's cap, the nice value,
@@ -142,10 +150,24 @@ export declare function mutatePath(kind: number, path: string | Uint8Array, dest
 export declare function newFlow(): number
 
 /**
+ * node:fs opened `fd` for reading for a caller, answering in `took_ms`: how a mount
+ * earns the calling thread's opens when its files are opened through node:fs
+ * (`cached::observe_pool_open`; the time includes libuv's queue, so it can only
+ * make a mount look slower than it is).
+ */
+export declare function observeOpen(fd: number, tookMs: number): void
+
+/**
  * A stream's open on the JS thread, for a regular file whose lookup is cached: its
  * fd, or null (nothing opened; `openPath` then opens it on the pool).
  */
 export declare function openCached(path: string | Uint8Array, flags: number): number | null
+
+/**
+ * `fs.open` for reading on the JS thread, of a regular file whose lookup is cached
+ * (`cached::open_for_caller`): the caller's fd, or null (node:fs's open opens it).
+ */
+export declare function openForCallerCached(path: string | Uint8Array, flags: number): number | null
 
 /** Opens `path`; the result is the fd. Returns the request id. */
 export declare function openPath(path: string | Uint8Array, flags: number, mode: number): number

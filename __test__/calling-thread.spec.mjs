@@ -105,6 +105,18 @@ function describe({ value, error }) {
   return { value }
 }
 
+/** fs.open for reading, a read of up to 64 KiB through the fd, fs.close: what a library with an fd of its own does. */
+function openReadClose(p) {
+  return new Promise((resolve, reject) => fs.open(p, 'r', (err, fd) => {
+    if (err) return reject(err)
+    const buffer = Buffer.alloc(65536)
+    fs.read(fd, buffer, 0, buffer.length, 0, (readError, n) => fs.close(fd, (closeError) => {
+      if (readError || closeError) reject(readError || closeError)
+      else resolve(buffer.subarray(0, n))
+    }))
+  }))
+}
+
 /** The calls compared, by name: each on node:fs and on fairfs. */
 const ops = {
   stat: { node: (p) => call((cb) => fs.stat(p, cb)), ours: (p) => call((cb) => fairfs.stat(p, cb)) },
@@ -120,6 +132,7 @@ const ops = {
     node: (p) => call((cb) => fs.realpath.native(p, cb)),
     ours: (p) => installed(() => call((cb) => fs.realpath.native(p, cb))),
   },
+  'fs.open, fs.read and fs.close under install()': { node: openReadClose, ours: (p) => installed(() => openReadClose(p)) },
 }
 
 /**
@@ -588,7 +601,7 @@ const RUNS = 5
 const scannerTest = windows ? posixOnly('no fanotify', test.serial) : needsScanner(test.serial)
 test.after.always(() => stopScanners())
 
-const scannedReads = ['readFile', 'promises.readFile', 'createReadStream']
+const scannedReads = ['readFile', 'promises.readFile', 'createReadStream', 'fs.open, fs.read and fs.close under install()']
 
 /** The tmpfs, its files (written before the scanner starts) and the scanner. */
 const scanned = shared(async () => {

@@ -19,6 +19,7 @@ const fsModule = require('node:fs')
 const { binding: native, track, nativeError } = require('./native')
 const { validatePath, parseFileMode, stringToFlags, isInt32 } = require('./args')
 const { nodeServes } = require('./mocked')
+const { current: settings } = require('./settings')
 
 // Opened for reading only: neither write bit (fs.constants has no O_ACCMODE on Node 20).
 const { constants: { O_WRONLY, O_RDWR } } = fsModule
@@ -48,10 +49,29 @@ const isPosition = (p) => Number.isSafeInteger(p) && p >= 0
  * ...failed)` (node:fs's write callbacks get `(err, 0, buffer)`).
  */
 function submit(id, callback, display, value, ...failed) {
+  track(id, (result) => outcome(result, callback, display, value, failed))
+}
+
+function outcome(result, callback, display, value, failed) {
+  if (result === null) return callback(cancelled(), ...failed)
+  if (Array.isArray(result)) return callback(nativeError(result, display), ...failed)
+  return value(result)
+}
+
+/**
+ * fd -> how many of fairfs's requests on it are in flight. A close on the pool runs
+ * after them in the fd's flow; only an fd with none may be closed on this thread.
+ */
+const busy = new Map()
+
+/** submit() of a request on `fd`, counted in `busy` until its outcome is handed on. */
+function submitOn(fd, id, callback, display, value, ...failed) {
+  busy.set(fd, (busy.get(fd) ?? 0) + 1)
   track(id, (result) => {
-    if (result === null) return callback(cancelled(), ...failed)
-    if (Array.isArray(result)) return callback(nativeError(result, display), ...failed)
-    return value(result)
+    const left = busy.get(fd) - 1
+    if (left === 0) busy.delete(fd)
+    else busy.set(fd, left)
+    outcome(result, callback, display, value, failed)
   })
 }
 
@@ -85,7 +105,7 @@ function write(fd, buffer, offsetOrOptions, length, position, callback) {
     }
     // The caller's Buffer itself when the write takes all of it (no view to make).
     const view = Buffer.isBuffer(buffer) && offset === 0 && length === buffer.length ? buffer : Buffer.from(buffer.buffer, buffer.byteOffset + offset, length)
-    submit(native.writeBuffers(fd, [view], position ?? -1), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
+    submitOn(fd, native.writeBuffers(fd, [view], position ?? -1), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
     return
   }
   if (typeof buffer !== 'string' || buffer.length === 0) return Reflect.apply(node.write, this, arguments)
@@ -107,7 +127,7 @@ function write(fd, buffer, offsetOrOptions, length, position, callback) {
   }
   const bytes = Buffer.from(buffer, 'utf8')
   const at = typeof offset === 'number' ? offset : -1
-  submit(native.writeBuffers(fd, [bytes], at), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
+  submitOn(fd, native.writeBuffers(fd, [bytes], at), callback, undefined, (n) => callback(null, n, buffer), 0, buffer)
 }
 
 /** Views of bytes fairfs writes as they are: no holes, nothing empty or detached. */
@@ -129,7 +149,7 @@ function writev(fd, buffers, position, callback) {
   }
   const views = buffers.map((b) => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength)))
   const at = typeof position === 'number' ? position : -1
-  submit(native.writeBuffers(fd, views, at), callback, undefined, (n) => callback(null, n, buffers), 0, buffers)
+  submitOn(fd, native.writeBuffers(fd, views, at), callback, undefined, (n) => callback(null, n, buffers), 0, buffers)
 }
 
 /** `fs.fsync(fd, callback)` and `fs.fdatasync(fd, callback)`. */
@@ -137,7 +157,7 @@ function syncer(name, dataOnly) {
   return {
     [name](fd, callback) {
       if (!serves() || !isFd(fd) || typeof callback !== 'function') return Reflect.apply(node[name], this, arguments)
-      submit(native.syncFd(fd, dataOnly), callback, undefined, () => callback(null))
+      submitOn(fd, native.syncFd(fd, dataOnly), callback, undefined, () => callback(null))
     },
   }[name]
 }
@@ -147,16 +167,30 @@ function defaultCloseCallback(err) {
   if (err != null) throw err
 }
 
-/** `fs.close(fd[, callback])`: after the fd's earlier writes. */
+/**
+ * `fs.close(fd[, callback])`: after the fd's earlier writes. An fd opened for reading
+ * only, of a file on a local mount, with none of fairfs's requests in flight, is
+ * closed on this thread (a close that cannot wait, as a read stream's); the callback
+ * still comes in a macrotask of its own, as node:fs's does.
+ */
 function close(fd, callback = defaultCloseCallback) {
   if (!serves() || !isFd(fd) || typeof callback !== 'function') return Reflect.apply(node.close, this, arguments)
+  const closed = settings.fastPath && !busy.has(fd) ? native.closeReadOnlyCached(fd) : false
+  if (closed === true) return void setImmediate(() => callback(null))
+  if (closed) return void setImmediate(() => callback(nativeError(closed)))
   submit(native.closeInOrder(fd), callback, undefined, () => callback(null))
 }
 
-/** `fs.open(path[, flags[, mode]], callback)`, for writing; opens for reading are node:fs's. */
+/** `fs.open(path[, flags[, mode]], callback)`: for writing on the pool; for reading, see below. */
 function open(path, flags, mode, callback) {
-  if (!serves() || arguments.length < 3) return Reflect.apply(node.open, this, arguments)
-  if (typeof mode === 'function') {
+  if (!serves() || arguments.length < 2) return Reflect.apply(node.open, this, arguments)
+  if (arguments.length === 2) {
+    // fs.open(path, callback): for reading.
+    if (typeof flags !== 'function') return Reflect.apply(node.open, this, arguments)
+    callback = flags
+    flags = undefined
+    mode = undefined
+  } else if (typeof mode === 'function') {
     callback = mode
     mode = 0o666
   }
@@ -168,7 +202,23 @@ function open(path, flags, mode, callback) {
   } catch {
     return Reflect.apply(node.open, this, arguments) // node:fs's error for it
   }
-  if (typeof callback !== 'function' || readOnly(flagsNumber)) return Reflect.apply(node.open, this, arguments)
+  if (typeof callback !== 'function') return Reflect.apply(node.open, this, arguments)
+  if (readOnly(flagsNumber)) {
+    // A regular file whose lookup is cached, on a local mount: opened on this thread,
+    // the callback in a macrotask of its own. Anything else (a FIFO waits for a
+    // writer, a leased file for its lease) is node:fs's own open.
+    if (!settings.fastPath) return Reflect.apply(node.open, this, arguments)
+    const fd = native.openForCallerCached(target.native, flagsNumber)
+    if (fd !== null) return void setImmediate(() => callback(null, fd))
+    // node:fs's open, timed: quick ones earn the mount this thread's opens.
+    const started = performance.now()
+    const args = [...arguments]
+    args[args.length - 1] = function (err, opened) {
+      if (err == null) native.observeOpen(opened, performance.now() - started)
+      return Reflect.apply(callback, this, arguments)
+    }
+    return Reflect.apply(node.open, this, args)
+  }
   submit(native.openPath(target.native, flagsNumber, mode), callback, target.display, (fd) => {
     // The caller's fd now: an environment's teardown leaves it open, as node:fs does.
     native.forgetFd(fd)

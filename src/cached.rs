@@ -381,6 +381,39 @@ pub fn close_regular(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsEr
     }
 }
 
+/// `fs.open` for reading on the calling thread: [`open_regular`]'s fd, made blocking
+/// again, as node:fs's open leaves it (the caller's `F_GETFL` shows its own flags);
+/// `None`, with nothing opened, where the pool or node:fs must open it.
+pub fn open_for_caller(path: &CStr, flags: i32) -> Option<crate::sys::Fd> {
+    let fd = open_regular(path, flags)?;
+    match crate::sys::set_blocking(fd) {
+        Ok(()) => Some(fd),
+        Err(_) => {
+            let _ = crate::sys::close(fd);
+            None
+        }
+    }
+}
+
+/// `fs.close` of a caller's fd on the calling thread, as [`close_regular`] closes a
+/// stream's, and only for an fd opened for reading alone: the last close of a file
+/// opened for writing may start its write-out (ext4's `auto_da_alloc`) or flush it
+/// (NFS), which the pool waits for. `None`, with `fd` still open, for anything else.
+pub fn close_read_only(fd: crate::sys::Fd) -> Option<Result<(), crate::error::FsError>> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    {
+        if !enabled() || !sys::opened_read_only(fd) {
+            return None;
+        }
+        close_regular(fd)
+    }
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = fd;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

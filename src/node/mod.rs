@@ -291,6 +291,39 @@ pub fn close_cached(env: &Env, fd: i32) -> Result<Either<bool, Unknown<'_>>> {
     }
 }
 
+/// `fs.open` for reading on the JS thread, of a regular file whose lookup is cached
+/// (`cached::open_for_caller`): the caller's fd, or null (node:fs's open opens it).
+#[napi]
+pub fn open_for_caller_cached(path: Either<String, &[u8]>, flags: i32) -> Result<Option<i32>> {
+    Ok(crate::cached::open_for_caller(&c_path(&path)?, flags))
+}
+
+/// node:fs opened `fd` for reading for a caller, answering in `took_ms`: how a mount
+/// earns the calling thread's opens when its files are opened through node:fs
+/// (`cached::observe_pool_open`; the time includes libuv's queue, so it can only
+/// make a mount look slower than it is).
+#[napi]
+pub fn observe_open(fd: i32, took_ms: f64) {
+    crate::cached::observe_pool_open(fd, std::time::Duration::from_secs_f64(took_ms.max(0.0) / 1000.0));
+}
+
+/// `fs.close` on the JS thread of a caller's fd opened for reading only, with none of
+/// fairfs's requests on it in flight (the JS side knows): true, or the error as
+/// `[errno, syscall]`, once closed, with what `closeInOrder` forgets forgotten; false
+/// with `fd` still open (`closeInOrder` then closes it on the pool).
+#[napi]
+pub fn close_read_only_cached(env: &Env, fd: i32) -> Result<Either<bool, Unknown<'_>>> {
+    let Some(closed) = crate::cached::close_read_only(fd) else { return Ok(Either::A(false)) };
+    state(env)?.fds.remove(&fd);
+    #[cfg(unix)]
+    crate::lanes::end_flow(crate::jobs::write::fd_flow(fd));
+    crate::lanes::forget_fd(fd);
+    match closed {
+        Ok(()) => Ok(Either::A(true)),
+        Err(e) => Ok(Either::B(results::error_to_js(env, e.into())?)),
+    }
+}
+
 /// Closes `fd`. Returns the request id.
 #[napi]
 pub fn close_fd(env: Env, fd: i32) -> Result<f64> {

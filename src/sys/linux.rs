@@ -83,6 +83,14 @@ pub fn mount_id_from_fdinfo(fd: Fd) -> Option<u64> {
     text.lines().find_map(|line| line.strip_prefix("mnt_id:")).and_then(|id| id.trim().parse().ok())
 }
 
+/// Whether `fd` was opened for reading only (`O_RDONLY`); `false` if `fcntl` fails.
+/// The open file's flags are in memory: no file system is asked.
+pub fn opened_read_only(fd: Fd) -> bool {
+    // SAFETY: fcntl with an integer command and no pointer arguments.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDONLY
+}
+
 /// How many names `fd`'s file has (0 once it is unlinked), or `None` if `fstat` fails.
 pub fn link_count(fd: Fd) -> Option<libc::nlink_t> {
     let mut st = MaybeUninit::<libc::stat>::uninit();

@@ -216,8 +216,8 @@ pub fn is_out_of_descriptors(e: &FsError) -> bool {
 /// which exists only where they do.
 #[cfg(all(target_os = "linux", not(fairfs_portable)))]
 pub use linux::{
-    access_fd, link_count, mount_id, mount_id_from_fdinfo, open_cached, open_cached_at, read_nowait, read_nowait_at,
-    voluntary_switches,
+    access_fd, link_count, mount_id, mount_id_from_fdinfo, open_cached, open_cached_at, opened_read_only, read_nowait,
+    read_nowait_at, voluntary_switches,
 };
 
 /// Asks the kernel to back `mem` with transparent huge pages where it can (advice
