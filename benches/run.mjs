@@ -23,10 +23,11 @@ import * as bursts from './js/bursts.mjs'
 import * as server from './js/server.mjs'
 import * as requestPath from './js/request-path.mjs'
 import * as metadata from './js/metadata.mjs'
+import * as calls from './js/calls.mjs'
 import * as peers from './js/peers.mjs'
 import * as fresh from './js/fresh.mjs'
 
-const BENCHMARKS = [readfile, writefile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, upload, slowStorage, metadata]
+const BENCHMARKS = [readfile, writefile, fresh, clogging, readStream, fairness, syncAsync, threadpool, batch, bursts, server, requestPath, upload, slowStorage, metadata, calls]
 const OUT_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bench-results')
 
 /** What `--quick` runs when no benchmark is named: one round of the headline rows. */
