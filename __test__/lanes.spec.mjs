@@ -193,6 +193,29 @@ kernelRoutedTest('a hung FUSE mount reached through a symlink on the local disk 
   )
 })
 
+/** Why the kernel's dentry cache cannot be emptied here (drop_caches is root's), or null. */
+const dropReason = (() => {
+  try {
+    fs.accessSync('/proc/sys/vm/drop_caches', fs.constants.W_OK)
+    return null
+  } catch (e) {
+    return `cannot empty the dentry cache (/proc/sys/vm/drop_caches: ${e.code})`
+  }
+})()
+const dropTest = dropReason ? skipping(test.serial, dropReason) : kernelRoutedTest
+
+dropTest('a hung FUSE mount reached through a symlink the kernel has not cached holds no thread of the local pool', async (t) => {
+  const { files, fuse } = await mountTree(t, 16)
+  const link = localLinkTo(fuse.mountpoint)
+  for (const rel of files) fs.statSync(path.join(link, rel))
+  // Forget every cached name (the link's among them): its lookup now reads the disk,
+  // and only that read would tell that it leads into the mount.
+  fs.writeFileSync('/proc/sys/vm/drop_caches', '2')
+  await besideHungRequests(t, fuse, () =>
+    files.map((rel, i) => (i % 2 ? fairfs.promises.stat(path.join(link, rel)) : fairfs.promises.readFile(path.join(link, rel)))),
+  )
+})
+
 kernelRoutedTest('a hung FUSE mount reached by a path with doubled slashes holds its lane only', async (t) => {
   const { files, fuse } = await mountTree(t, 16)
   // Spellings of the mount point that no prefix match finds: `//tmp/.../mnt/f` and

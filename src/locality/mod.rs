@@ -96,10 +96,11 @@ pub fn fd_mount(fd: Fd) -> Option<(u64, bool)> {
     mount_of(&table, fd).map(|mount| (mount, table.is_remote(mount)))
 }
 
-/// The lane for a path whose lookup stops at a symlink the kernel cannot follow from
-/// memory: where it leads is not known without reading it, which may wait on a disk,
-/// so its request gets a lane of its own, apart from both the local pool and every
-/// mount's lane. No mount has this id.
+/// The lane for a path whose lookup stops at a name the kernel cannot follow from
+/// memory (a symlink, or a name not cached on a local disk, which may be one): where
+/// it leads is not known without reading the disk, so its request gets a lane of its
+/// own, apart from both the local pool and every mount's lane. Only while some mount
+/// is remote. No mount has this id.
 pub const UNRESOLVED: u64 = u64::MAX;
 
 /// The remote mount a call on `path` would wait on, if any, found where the path leads
@@ -142,23 +143,29 @@ fn remote_of_lookup(table: &table::Table, fd: Fd) -> Option<u64> {
 /// name not cached, or absent, or a link not followed), would go on looking: the
 /// directory that holds its last name, found from memory, whose mount then does the
 /// rest (a create, a lookup). A parent that is not cached itself is resolved the same
-/// way, one name up. If the last name is cached but cannot be followed, it is a
-/// symlink whose target the kernel would have to read: [`UNRESOLVED`].
-///
-/// What is left unseen: a symlink not in the cache, on a local disk, that leads to a
-/// hung mount; its first lookup goes to the local pool.
+/// way, one name up. [`UNRESOLVED`] where what the name is cannot be known from
+/// memory: a cached symlink the kernel would have to read, or, on a local mount, a
+/// name not cached at all (it may be a symlink into a hung mount, and only a read of
+/// the disk would tell). A name the cache knows is absent is its directory's.
 fn where_lookup_stops(table: &table::Table, path: &[u8], depth: usize) -> Option<u64> {
     let (parent, last) = split_last(path)?;
     let parent = std::ffi::CString::new(parent).ok()?;
     match sys::open_cached(&parent, libc::O_PATH) {
         Ok(dir) => {
             let last = std::ffi::CString::new(last).ok()?;
-            if let Ok(fd) = sys::open_cached_at(dir, &last, libc::O_PATH | libc::O_NOFOLLOW) {
+            let looked = sys::open_cached_at(dir, &last, libc::O_PATH | libc::O_NOFOLLOW);
+            if let Ok(fd) = looked {
                 let _ = sys::close(fd);
                 let _ = sys::close(dir);
                 return Some(UNRESOLVED);
             }
-            remote_of_lookup(table, dir)
+            let remote = remote_of_lookup(table, dir);
+            // Not cached (EAGAIN), on a local mount: the name is read from the disk, and
+            // may lead anywhere. On a remote mount its lane holds it whatever it is.
+            match looked {
+                Err(e) if remote.is_none() && e.os == libc::EAGAIN => Some(UNRESOLVED),
+                _ => remote,
+            }
         }
         // A path has at most PATH_MAX / 2 names.
         Err(_) if depth < 4096 => where_lookup_stops(table, parent.as_bytes(), depth + 1),
