@@ -11,8 +11,22 @@ use crate::memory::borrowed::Borrowed;
 use crate::write::{Target, WriteLimits};
 use std::sync::Arc;
 
-/// References that hold `buffers` and the bytes of each, borrowed for a write.
+/// Writes of up to this many bytes in all take a copy of them, not the caller's
+/// Buffers: copying a few KiB costs less than making, tracking and deleting a
+/// reference per Buffer (a 16-byte log line's write is mostly that).
+const COPY_UP_TO: usize = 4096;
+
+/// References that hold `buffers` and the bytes of each, borrowed for a write; or, for
+/// a small write, no reference and one copy of all the bytes.
 fn borrow(env: &Env, st: &mut EnvState, buffers: &[BufferSlice]) -> Result<(Vec<napi::sys::napi_ref>, Vec<Borrowed>)> {
+    let total: usize = buffers.iter().map(|b| b.len()).sum();
+    if total <= COPY_UP_TO {
+        let mut bytes = Vec::with_capacity(total);
+        for data in buffers {
+            bytes.extend_from_slice(data);
+        }
+        return Ok((Vec::new(), vec![Borrowed::owned(bytes)]));
+    }
     let mut references = Vec::with_capacity(buffers.len());
     let mut bytes = Vec::with_capacity(buffers.len());
     for data in buffers {
@@ -50,7 +64,9 @@ fn submit_borrowing(
     let (references, bytes) = borrow(env, st, buffers)?;
     match submit_on(env, lane, |deliver| make(bytes, deliver)) {
         Ok(id) => {
-            st.written_from.insert(id as u64, references);
+            if !references.is_empty() {
+                st.written_from.insert(id as u64, references);
+            }
             Ok(id)
         }
         Err(e) => {
