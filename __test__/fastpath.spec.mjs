@@ -6,7 +6,7 @@ import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { skipping } from './fixtures/slowfs.mjs'
-import { fairfs, nativeOnly, emulated, portable, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
+import { fairfs, nativeOnly, fastPathWorks, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
 const cases = () => {
   const { path } = makeFile(3000)
@@ -32,16 +32,6 @@ for (const fastPath of [true, false]) {
     t.is(tries, fastPath ? 12 : 0, fastPath ? 'the fast path was tried by every eligible call' : 'the fast path is off')
     t.is(fairfs.stats().fastPath, fastPath)
   })
-}
-
-/**
- * Whether the fast path can serve reads here: Linux 5.12+ (openat2 with
- * RESOLVE_CACHED), which qemu-user does not emulate, in a build that is not portable.
- * Elsewhere (Windows, macOS) every try is a miss.
- */
-const fastPathWorks = () => {
-  const [major, minor] = os.release().split('.').map(Number)
-  return process.platform === 'linux' && (major > 5 || (major === 5 && minor >= 12)) && !emulated && !portable
 }
 
 nativeOnly(test.serial)('on a kernel with openat2 (Linux 5.12+), small cached files are served by the fast path', async (t) => {

@@ -44,6 +44,15 @@ function skipping(testFn, note) {
  */
 export const emulated = process.env.FAIRFS_TEST_EMULATED === 'qemu-user'
 export const portable = process.env.FAIRFS_TEST_PORTABLE === '1'
+/**
+ * Whether the calling thread's fast paths can work here: Linux 5.12+ (openat2 with
+ * RESOLVE_CACHED), which qemu-user does not emulate, in a build that is not portable.
+ * Elsewhere (Windows, macOS) every try is a miss.
+ */
+export const fastPathWorks = () => {
+  const [major, minor] = os.release().split('.').map(Number)
+  return process.platform === 'linux' && (major > 5 || (major === 5 && minor >= 12)) && !emulated && !portable
+}
 /** V8 before 13 (Node 20 and 22): external memory dies in young collections there. */
 export const v8Before13 = Number(process.versions.v8.split('.')[0]) < 13
 

@@ -7,7 +7,7 @@
 # Without arguments it runs the specs whose outcome can differ on arm64: everything
 # that reaches the binary's system calls, flags and struct layouts. Left out, as they
 # test nothing that depends on the architecture and are the slowest under emulation
-# (a third of the suite's time):
+# (almost half of the suite's time there):
 # * calling-thread.spec: which thread waits on a slow FUSE mount; its rules rest on
 #   openat2, which qemu-user does not emulate;
 # * write-safety.spec: file states after kills, exits, races and full disks; the logic
@@ -15,7 +15,9 @@
 #   memory order, so it could not show an arm64-only ordering bug either;
 # * package.spec: packing and loading from CommonJS, ESM and TypeScript; the arm64
 #   package's binary is checked by scripts/check-packages.mjs, its glibc floor below;
-# * args.spec and mocks.spec: argument handling and mocked file systems, all in JS.
+# * args.spec, mocks.spec, backend.spec and async-context.spec: argument handling,
+#   mocked file systems, which backend loads, and the context callbacks run in, in JS;
+# * lanes.spec: routing by mount, which rests on openat2 and statx mount ids as well.
 #
 # Needs: Debian's qemu-user-static and the arm64 glibc/libstdc++ (installed here if
 # missing), binfmt_misc (so that the suite's child processes, which exec
@@ -63,7 +65,9 @@ export FAIRFS_TEST_EMULATED=qemu-user
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
   for spec in __test__/*.spec.mjs; do
-    case "$spec" in */calling-thread.spec.mjs | */write-safety.spec.mjs | */package.spec.mjs | */args.spec.mjs | */mocks.spec.mjs) ;;
+    case "$spec" in
+    */calling-thread.spec.mjs | */write-safety.spec.mjs | */package.spec.mjs | */lanes.spec.mjs) ;;
+    */args.spec.mjs | */mocks.spec.mjs | */backend.spec.mjs | */async-context.spec.mjs) ;;
     *) specs+=("$spec") ;;
     esac
   done
