@@ -190,9 +190,11 @@ export interface NativeStats {
   threads: number
   queued: number
   active: number
-  /** Requests the pool delivered an outcome for (a result or an error): reads, a stream's
-   *  opens, blocks and closes, and metadata calls (stat, lstat, access, realpath, readdir)
-   *  it answered. What the fast path answers on the calling thread is not counted here. */
+  /** Requests fairfs's pools delivered an outcome for (a result or an error): reads, a
+   *  stream's opens, blocks and closes, writes, and metadata calls (stat, lstat, access,
+   *  realpath, readdir) they answered, in the process-wide pool and in every lane
+   *  (`lanes[].completed` is each lane's share). What the fast path answers on the
+   *  calling thread is not counted here. */
   completed: number
   cancelled: number
   bytesRead: number

@@ -88,11 +88,14 @@ pub struct BufferStats {
 #[napi]
 pub fn stats() -> PoolStats {
     let s = global().stats();
+    let lanes = crate::lanes::stats();
     PoolStats {
         threads: s.threads as u32,
         queued: s.queued as u32,
         active: s.active as u32,
-        completed: s.completed as f64,
+        // Every pool's: where a request runs (this pool or a lane) depends on where its
+        // path leads and what the kernel has cached, not on what the caller asked.
+        completed: (s.completed + lanes.iter().map(|l| l.completed).sum::<u64>()) as f64,
         cancelled: s.cancelled as f64,
         bytes_read: s.bytes_read as f64,
         chunks_read: s.chunks_read as f64,
@@ -117,7 +120,7 @@ pub fn stats() -> PoolStats {
         fast_path_hits: crate::cached::HITS.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_misses: crate::cached::MISSES.load(std::sync::atomic::Ordering::Relaxed) as f64,
         fast_path_slow_calls: crate::cached::slow_calls() as f64,
-        lanes: crate::lanes::stats()
+        lanes: lanes
             .into_iter()
             .map(|l| LaneStats {
                 mount_id: l.mount as f64,
