@@ -7,8 +7,8 @@
 //!   without waiting (`locality::remote_of_path`: the cached lookup, else the
 //!   directory where it stops; `remote_of_fd`); a file on a remote mount goes to that
 //!   mount's lane, made on first use, a path whose lookup stops at a name the kernel
-//!   cannot follow from memory (a cached symlink, or a name on a local disk not cached
-//!   at all, which may be a symlink) to a lane of its own (`locality::UNRESOLVED`),
+//!   cannot follow from memory (a cached symlink, or a directory on the way not cached
+//!   on a local disk, which may be a symlink) to a lane of its own (`locality::UNRESOLVED`),
 //!   everything else to the process-wide pool. Where no mount is remote, that is one look at the mount table.
 //! * **How many in flight.** A lane starts with [`FIRST_THREADS`] workers and grows,
 //!   as its requests queue behind busy workers (blocked on the server), to one worker

@@ -97,7 +97,7 @@ pub fn fd_mount(fd: Fd) -> Option<(u64, bool)> {
 }
 
 /// The lane for a path whose lookup stops at a name the kernel cannot follow from
-/// memory (a symlink, or a name not cached on a local disk, which may be one): where
+/// memory (a symlink, or a directory not cached on a local disk, which may be one): where
 /// it leads is not known without reading the disk, so its request gets a lane of its
 /// own, apart from both the local pool and every mount's lane. Only while some mount
 /// is remote. No mount has this id.
@@ -145,8 +145,8 @@ fn remote_of_lookup(table: &table::Table, fd: Fd) -> Option<u64> {
 /// rest (a create, a lookup). A parent that is not cached itself is resolved the same
 /// way, one name up. [`UNRESOLVED`] where what the name is cannot be known from
 /// memory: a cached symlink the kernel would have to read, or, on a local mount, a
-/// name not cached at all (it may be a symlink into a hung mount, and only a read of
-/// the disk would tell). A name the cache knows is absent is its directory's.
+/// directory on the way that is not cached at all (it may be a symlink into a hung
+/// mount, and only a read of the disk would tell).
 fn where_lookup_stops(table: &table::Table, path: &[u8], depth: usize) -> Option<u64> {
     let (parent, last) = split_last(path)?;
     let parent = std::ffi::CString::new(parent).ok()?;
@@ -160,10 +160,13 @@ fn where_lookup_stops(table: &table::Table, path: &[u8], depth: usize) -> Option
                 return Some(UNRESOLVED);
             }
             let remote = remote_of_lookup(table, dir);
-            // Not cached (EAGAIN), on a local mount: the name is read from the disk, and
-            // may lead anywhere. On a remote mount its lane holds it whatever it is.
+            // A directory on the way that is not cached (EAGAIN), on a local mount: it is
+            // read from the disk, and may be a symlink leading anywhere. (Its lane would
+            // hold it on a remote mount, whatever it is.) A last name not cached stays
+            // its directory's: most are files about to be made, and a symlink there is
+            // left unseen.
             match looked {
-                Err(e) if remote.is_none() && e.os == libc::EAGAIN => Some(UNRESOLVED),
+                Err(e) if remote.is_none() && e.os == libc::EAGAIN && depth > 0 => Some(UNRESOLVED),
                 _ => remote,
             }
         }
