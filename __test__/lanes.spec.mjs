@@ -371,8 +371,8 @@ fuseTest('sixteen hung stats on a FUSE mount grow its lane by sixteen threads at
   let released = false
   t.teardown(() => released || fuse.cont())
   await threadsAtRest()
-  // Idle workers of a lane this mount's id had before take requests first.
-  const idle = laneThreads(fuse)
+  // A lane this mount's id had before (a mount since gone) is not this mount's: its
+  // idle workers take none of these requests, and a lane of its own starts.
   const before = threadCount()
   fuse.stop()
   const hung = files.map((rel) => settled(fairfs.promises.stat(path.join(fuse.mountpoint, rel))))
@@ -382,9 +382,9 @@ fuseTest('sixteen hung stats on a FUSE mount grow its lane by sixteen threads at
   fuse.cont()
   released = true
   const outcomes = await Promise.all(hung)
-  // A worker a request: no more than sixteen in the lane, and no new thread where an idle one was.
-  t.true(lane <= Math.max(16, idle), `16 hung stats: the lane has ${lane} workers (it had ${idle} idle)`)
-  t.true(grown <= Math.max(0, 16 - idle), `16 hung stats started ${grown} threads (the lane had ${idle} idle workers)`)
+  // A worker a request: no more than sixteen in the lane, nor new threads.
+  t.true(lane <= 16, `16 hung stats: the lane has ${lane} workers`)
+  t.true(grown <= 16, `16 hung stats started ${grown} threads`)
   t.deepEqual(outcomes, hung.map(() => 'done'), 'once the daemon answers, the stats complete')
 })
 
@@ -469,7 +469,9 @@ fuseTest('a lone big file on a slow FUSE mount is read with more chunks in fligh
   t.teardown(() => fuse.unmount())
   const file = path.join(fuse.mountpoint, 'big')
   fs.statSync(file)
-  fuse.setDelays({ read: 20 })
+  // 100 ms per read: long enough that, on a busy machine too, parts are still being
+  // read when the next ones are handed out (with 20 ms a CI run once saw 4 at once).
+  fuse.setDelays({ read: 100 })
   const read = await fairfs.promises.readFile(file)
   t.true(read.equals(data))
   // 8 MiB in 512 KiB chunks, 16 parts. Without growing by parts the lane had 5 workers

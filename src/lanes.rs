@@ -55,6 +55,21 @@ fn lane_threads() -> &'static ThreadBudget {
 /// A lane's pool.
 struct Lane {
     pool: &'static Pool,
+    /// Where its mount was when the lane was made: the kernel gives an unmounted id to
+    /// the next mount, which must not inherit the old mount's lane (and its workers,
+    /// perhaps still busy or stuck).
+    point: Option<Vec<u8>>,
+}
+
+/// Where mount `mount` is now (`None` where that is not known).
+fn mount_point_of(mount: u64) -> Option<Vec<u8>> {
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    return crate::locality::mount_point(mount);
+    #[cfg(not(all(target_os = "linux", not(fairfs_portable))))]
+    {
+        let _ = mount;
+        None
+    }
 }
 
 static LANES: Mutex<Option<HashMap<u64, Lane>>> = Mutex::new(None);
@@ -155,15 +170,21 @@ pub fn forget_fd(fd: Fd) {
 /// The pool of `lane` (made on first use), or the process-wide pool for `None`.
 pub fn pool(lane: Option<u64>) -> &'static Pool {
     let Some(mount) = lane else { return global() };
+    let point = mount_point_of(mount);
     let mut lanes = lanes();
     let lanes = lanes.get_or_insert_with(HashMap::new);
+    // A lane made for an earlier mount with this id: the new mount gets a lane of its
+    // own; the old one's workers finish what they hold and idle.
+    if lanes.get(&mount).is_some_and(|lane| point.is_some() && lane.point.is_some() && lane.point != point) {
+        lanes.remove(&mount);
+    }
     lanes.entry(mount).or_insert_with(|| {
         let pool = Pool::for_lane(mount, FIRST_THREADS, global().chunk_size(), lane_threads());
         pool.set_large_limit(Some(DEFAULT_MAX_THREADS.max(max_threads())));
         // A lone big read grows the lane by its parts, as a burst grows it by requests.
         pool.set_grow_for_parts_to(max_threads());
         // Lanes live as long as the process, and their threads are never joined.
-        Lane { pool: Box::leak(Box::new(pool)) }
+        Lane { pool: Box::leak(Box::new(pool)), point: point.clone() }
     });
     let made = lanes.get(&mount).expect("just made").pool;
     share_admission(lanes);
