@@ -209,7 +209,7 @@ const rdirLink = path.join(fs.mkdtempSync(tmpPath('listed-link')), 'to-listed')
 fs.symlinkSync(rdir, rdirLink)
 const readdirTargets = { dir: rdir, 'link to dir': rdirLink, 'dir as Buffer': Buffer.from(rdir), 'dir as URL': new URL(`file://${rdir}`),
   'empty dir': fs.mkdtempSync(tmpPath('empty')), missing: targets.missing, file, 'link loop': targets['link loop'], 'a number': 123 }
-const readdirOptions = { default: undefined, buffer: 'buffer', latin1: { encoding: 'latin1' }, withFileTypes: { withFileTypes: true },
+const readdirOptions = { default: undefined, buffer: 'buffer', latin1: { encoding: 'latin1' }, hex: 'hex', 'UTF-8': { encoding: 'UTF-8' }, withFileTypes: { withFileTypes: true },
   'withFileTypes, buffer': { withFileTypes: true, encoding: 'buffer' }, recursive: { recursive: true }, 'recursive: "yes"': { recursive: 'yes' },
   'a bad encoding': 'nope' }
 for (const [what, target] of Object.entries(readdirTargets)) {

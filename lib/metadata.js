@@ -96,23 +96,41 @@ function acceptedReaddirOptions(options) {
 function submitScandir(target, { encoding, withFileTypes }, done) {
   track(binding.scandirPath(target.native), (result) => {
     if (!Buffer.isBuffer(result)) return done(nativeError(result, target.display))
-    const entries = []
-    for (let at = 0; at < result.length;) {
-      const type = result[at]
-      const end = result.indexOf(0, at + 1)
-      let name
-      if (encoding === 'buffer') {
-        name = Buffer.allocUnsafeSlow(end - at - 1)
-        result.copy(name, 0, at + 1, end)
-      } else {
-        name = result.toString(encoding, at + 1, end)
-      }
-      if (withFileTypes && type === 0) return done(undefined, null)
-      entries.push(withFileTypes ? new Dirent(name, type, target.path) : name)
-      at = end + 1
+    const entries = entryNames(result, encoding)
+    if (!withFileTypes) return done(undefined, entries)
+    for (let i = 0; i < entries.length; i++) {
+      const type = result[4 + i]
+      if (type === 0) return done(undefined, null)
+      entries[i] = new Dirent(entries[i], type, target.path)
     }
     done(undefined, entries)
   })
+}
+
+/**
+ * The names of a scan packed by src/jobs/metadata.rs's pack_entries (a u32 count, a
+ * type byte each, the names joined by NUL), in `encoding`. UTF-8 (the default) and
+ * latin1 decode all the names at once and split them: a NUL ends any unfinished UTF-8
+ * sequence, so each name decodes as it would alone.
+ */
+function entryNames(packed, encoding) {
+  const count = packed.readUInt32LE(0)
+  const start = 4 + count
+  if (count === 0) return []
+  if (encoding === 'utf8' || encoding === 'utf-8' || encoding === 'latin1') return packed.toString(encoding, start).split('\0')
+  const names = new Array(count)
+  for (let i = 0, at = start; i < count; i++) {
+    let end = packed.indexOf(0, at)
+    if (end === -1) end = packed.length
+    if (encoding === 'buffer') {
+      names[i] = Buffer.allocUnsafeSlow(end - at)
+      packed.copy(names[i], 0, at, end)
+    } else {
+      names[i] = packed.toString(encoding, at, end)
+    }
+    at = end + 1
+  }
+  return names
 }
 
 /**

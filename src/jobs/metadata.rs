@@ -37,8 +37,7 @@ pub enum Answer {
     Allowed,
     /// The canonical path's bytes.
     Path(Vec<u8>),
-    /// A directory's entries packed for JS: for each, its `UV_DIRENT_*` type byte,
-    /// its name's bytes, and a NUL.
+    /// A directory's entries packed for JS ([`pack_entries`]).
     Entries(Vec<u8>),
 }
 
@@ -69,16 +68,7 @@ impl Query {
                 Answer::Allowed
             }
             Query::Realpath(path) => Answer::Path(sys::realpath(path)?),
-            Query::Scandir(path) => {
-                let entries = sys::scandir(path)?;
-                let mut packed = Vec::with_capacity(entries.iter().map(|(name, _)| name.len() + 2).sum());
-                for (name, kind) in entries {
-                    packed.push(kind);
-                    packed.extend_from_slice(&name);
-                    packed.push(0);
-                }
-                Answer::Entries(packed)
-            }
+            Query::Scandir(path) => Answer::Entries(pack_entries(&sys::scandir(path)?)),
         })
     }
 
@@ -92,11 +82,35 @@ impl Query {
     }
 }
 
+/// A directory's entries packed for JS: their count (u32, little-endian), each one's
+/// `UV_DIRENT_*` type byte, then their names joined by NUL (which no name holds), so
+/// that JS decodes all the names with one `toString` and one `split`.
+pub fn pack_entries(entries: &[(Vec<u8>, u8)]) -> Vec<u8> {
+    let names: usize = entries.iter().map(|(name, _)| name.len() + 1).sum();
+    let mut packed = Vec::with_capacity(4 + entries.len() + names);
+    packed.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    packed.extend(entries.iter().map(|&(_, kind)| kind));
+    for (i, (name, _)) in entries.iter().enumerate() {
+        if i > 0 {
+            packed.push(0);
+        }
+        packed.extend_from_slice(name);
+    }
+    packed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Syscall;
     use crate::pool::Pool;
+
+    #[test]
+    fn entries_pack_as_a_count_the_types_and_the_names_joined_by_nul() {
+        assert_eq!(pack_entries(&[]), vec![0, 0, 0, 0]);
+        let packed = pack_entries(&[(b"a".to_vec(), 1), (b"bc".to_vec(), 2), (vec![0xc3], 0)]);
+        assert_eq!(packed, [&[3, 0, 0, 0, 1, 2, 0][..], b"a\0bc\0\xc3"].concat());
+    }
 
     #[test]
     fn stat_and_access_run_on_the_pool_with_node_fs_errors() {
