@@ -31,15 +31,18 @@ const SLOW = 1000
 /**
  * The same where node:fs's call waits for the slowed operations too (on libuv's
  * threads), sometimes three times over: shorter, to keep this file's run short. Still
- * twice BOUND.
+ * well above BOUND.
  */
 const SLOW_BOTH = 500
 /**
- * The largest event-loop gap allowed. node:fs's were 5-35 ms here, beside two other
- * specs; the margin is for a loaded two-core CI machine. A call that waits for the
- * slowed operation on the JS thread shows a gap of SLOW (or SLOW_BOTH) or more.
+ * The largest event-loop gap allowed: a call that waits for a slowed operation on the
+ * JS thread shows a gap of that operation's delay or more (SLOW_WRITE, 400 ms, the
+ * shortest), and this is 0.8 of it. node:fs's gaps were 5-35 ms on a quiet machine and
+ * up to 251 ms on CI's busy one (two lanes, compiles beside the suites); a busy machine
+ * can only make a gap longer, so node:fs's is logged beside fairfs's, not asserted: a
+ * pass is sound however busy the machine, and only a failure needs it to be read.
  */
-const BOUND = 250
+const BOUND = 320
 
 const fuseTest = windows ? posixOnly('no FUSE', test.serial) : needsFuse(test.serial)
 const overlayTest = windows ? posixOnly('no FUSE', test.serial) : needsOverlay(test.serial)
@@ -152,7 +155,6 @@ async function differential(t, mount, op, target, delays) {
   t.log(`largest gap: node:fs ${ms(node.gap)}, fairfs ${ms(ours.gap)} (the calls took ${ms(node.took)} and ${ms(ours.took)})`)
   t.is(node.error, undefined, 'node:fs succeeds')
   t.deepEqual(describe(ours), describe(node), 'the same result as node:fs')
-  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
   t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)}): the JS thread waited on the FUSE daemon`)
 }
 
@@ -289,7 +291,6 @@ fuseTest('a stopped daemon: 8 readFiles and 8 stats of cached names do not freez
       t.deepEqual(describe(outcomes[files.length + i]), expected[i], `${who} stat ${f.path}`)
     })
   }
-  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
   t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} with the daemon stopped (node:fs's ${ms(node.gap)})`)
 })
 
@@ -375,7 +376,6 @@ for (const [name, { before, run, after = leftAt }] of Object.entries(writeCases)
     t.deepEqual(describe(ours), describe(node), 'the same outcome as node:fs')
     t.deepEqual(after(files.ours), after(files.node), 'the same left on the mount as node:fs left')
     t.true(node.took >= SLOW_WRITE, `the daemon slowed node:fs's call (${ms(node.took)})`)
-    t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
     t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)}): the JS thread waited on the FUSE daemon`)
   })
 }
@@ -413,7 +413,6 @@ fuseTest('a stopped daemon: writeFile, appendFile, an fd write and a rename on F
     return [leftAt(whole), leftAt(log), leftAt(fdFile), leftAt(moved), leftAt(`${moved}.2`)]
   }
   t.deepEqual(state('ours'), state('node'), 'the same left on the mount as node:fs left')
-  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
   t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} with the daemon stopped (node:fs's ${ms(node.gap)})`)
 })
 // ---------------------------------------------------------------------------------
@@ -667,7 +666,6 @@ for (const op of scannedReads) {
       names.map((name) => describe({ value: data[name] })),
       "fairfs's data",
     )
-    t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
     t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)}): the JS thread waited on the scanner`)
   })
 }
@@ -690,6 +688,5 @@ scannerTest(`an on-access scanner answers opens and reads in ${SCAN} ms: stat an
     [...node.values, ...node.values].map((value) => describe({ value })),
     "the same stats as node:fs's",
   )
-  t.true(node.gap < BOUND, `node:fs's event loop stalled ${ms(node.gap)}: the machine is too busy for this test`)
   t.true(ours.gap < BOUND, `fairfs's event loop stalled ${ms(ours.gap)} (node:fs's ${ms(node.gap)})`)
 })
