@@ -306,11 +306,14 @@ export declare function setMaxUnsizedLength(maxUnsizedLength: number): void
 
 /**
  * `stat` (`follow`) or `lstat` on the calling thread where it cannot block
- * ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, the
- * error as it delivers one (`[errno, syscall]`: a miss the dentry cache knows), or
- * `null`, and the caller asks the pool.
+ * ([`crate::cached::stat_cached`]). The fields go into `into`, an array JS keeps for
+ * every call (a Float64Array, device and inode numbers unsigned, or a BigInt64Array
+ * for a `BigIntStats`), rather than into a typed array made per call, whose
+ * ArrayBuffer costs V8 an allocation, a registration and a sweep. Answers `true` once
+ * `into` holds them, the error as [`stat_path`] delivers one (`[errno, syscall]`: a
+ * miss the dentry cache knows), or `null`, and the caller asks the pool.
  */
-export declare function statCached(path: string | Uint8Array, follow: boolean, bigint: boolean): Float64Array | BigInt64Array | [number, string] | null
+export declare function statCached(path: string | Uint8Array, follow: boolean, into: Float64Array | BigInt64Array): true | [number, string] | null
 
 /**
  * `stat` (`follow`) or `lstat` of a path on the pool: a Float64Array of the

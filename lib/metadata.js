@@ -133,6 +133,10 @@ function entryNames(packed, encoding) {
   return names
 }
 
+/** The slots binding.statCached fills, one array for every call (this thread's own). */
+const kCachedNumbers = new Float64Array(18)
+const kCachedBigInts = new BigInt64Array(18)
+
 /**
  * A stat (`follow`) or lstat of `target`, answered on this thread where Linux can do
  * it without blocking (configure({ fastPath }), src/cached.rs), else by the pool:
@@ -142,14 +146,16 @@ function entryNames(packed, encoding) {
  * complete in the order node:fs's would.
  */
 function submitStat(follow, target, bigint, done) {
-  const slots = settings.fastPath ? binding.statCached(target.native, follow, bigint) : null
-  if (slots) {
-    if (Array.isArray(slots)) {
-      setImmediate(() => done(nativeError(slots, target.display)))
-      return
-    }
+  const slots = bigint ? kCachedBigInts : kCachedNumbers
+  const answer = settings.fastPath ? binding.statCached(target.native, follow, slots) : null
+  if (answer === true) {
+    // Read at once: the next call fills the same slots.
     const stats = bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots)
     setImmediate(() => done(undefined, stats))
+    return
+  }
+  if (answer !== null) {
+    setImmediate(() => done(nativeError(answer, target.display)))
     return
   }
   trackStats(binding.statPath(target.native, follow, bigint), target.display, done)

@@ -552,25 +552,36 @@ pub fn stat_path(env: Env, path: Either<String, &[u8]>, follow: bool, bigint: bo
     submit_query(&env, Query::Stat { path, follow }, bigint)
 }
 
-/// What [`stat_cached`] answers: the fields, or the error as `[errno, syscall]`.
-#[cfg(unix)]
-type CachedStat = Either3<Float64Array, BigInt64Array, (i32, &'static str)>;
-
 /// `stat` (`follow`) or `lstat` on the calling thread where it cannot block
-/// ([`crate::cached::stat_cached`]): the fields as [`stat_path`] delivers them, the
-/// error as it delivers one (`[errno, syscall]`: a miss the dentry cache knows), or
-/// `null`, and the caller asks the pool.
+/// ([`crate::cached::stat_cached`]). The fields go into `into`, an array JS keeps for
+/// every call (a Float64Array, device and inode numbers unsigned, or a BigInt64Array
+/// for a `BigIntStats`), rather than into a typed array made per call, whose
+/// ArrayBuffer costs V8 an allocation, a registration and a sweep. Answers `true` once
+/// `into` holds them, the error as [`stat_path`] delivers one (`[errno, syscall]`: a
+/// miss the dentry cache knows), or `null`, and the caller asks the pool.
 #[cfg(unix)]
-#[napi(ts_return_type = "Float64Array | BigInt64Array | [number, string] | null")]
-pub fn stat_cached(path: Either<String, &[u8]>, follow: bool, bigint: bool) -> Result<Option<CachedStat>> {
+#[napi(ts_return_type = "true | [number, string] | null")]
+pub fn stat_cached(
+    path: Either<String, &[u8]>,
+    follow: bool,
+    into: Either<&mut [f64], &mut [i64]>,
+) -> Result<Option<Either<bool, (i32, &'static str)>>> {
     let path = c_path(&path)?;
-    Ok(crate::cached::stat_cached(&path, follow).map(|answer| match answer {
-        Ok(slots) => match stat_fields(slots, bigint) {
-            Either::A(fields) => Either3::A(fields),
-            Either::B(fields) => Either3::B(fields),
-        },
-        Err(e) => Either3::C((e.uv_errno(), e.syscall.as_str())),
-    }))
+    let too_short = || Error::new(Status::InvalidArg, "fairfs: statCached needs 18 slots");
+    Ok(match crate::cached::stat_cached(&path, follow) {
+        None => None,
+        Some(Err(e)) => Some(Either::B((e.uv_errno(), e.syscall.as_str()))),
+        Some(Ok(slots)) => {
+            match into {
+                Either::A(numbers) => numbers
+                    .get_mut(..18)
+                    .ok_or_else(too_short)?
+                    .copy_from_slice(&crate::jobs::metadata::stat_numbers(&slots)),
+                Either::B(bigints) => bigints.get_mut(..18).ok_or_else(too_short)?.copy_from_slice(&slots),
+            }
+            Some(Either::A(true))
+        }
+    })
 }
 
 /// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
