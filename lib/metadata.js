@@ -13,7 +13,7 @@ const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
 
 const { Dirent } = nodeFs
-const { binding, track, nativeError } = require('./native')
+const { binding, track, nativeError, statsOfBatch } = require('./native')
 const { acceptedPath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
@@ -49,11 +49,11 @@ function acceptedMode(mode) {
 }
 
 /** Calls `done(error, stats)` with the outcome of stat request `id`. */
-function trackStats(id, display, done) {
+function trackStats(id, bigint, display, done) {
   track(id, (result) => {
-    if (result instanceof Float64Array) return done(undefined, statsFromSlots(result))
-    if (result instanceof BigInt64Array) return done(undefined, bigIntStatsFromSlots(result))
-    done(nativeError(result, display))
+    if (typeof result !== 'number') return done(nativeError(result, display))
+    const [numbers, bigints] = statsOfBatch()
+    done(undefined, bigint ? bigIntStatsFromSlots(bigints, 18 * result) : statsFromSlots(numbers, 18 * result))
   })
 }
 
@@ -158,7 +158,7 @@ function submitStat(follow, target, bigint, done) {
     setImmediate(() => done(nativeError(answer, target.display)))
     return
   }
-  trackStats(binding.statPath(target.native, follow, bigint), target.display, done)
+  trackStats(binding.statPath(target.native, follow, bigint), bigint, target.display, done)
 }
 
 /**
@@ -259,7 +259,7 @@ async function handleStat(handle, options = { bigint: false }) {
   const release = hold(handle)
   try {
     return await new Promise((resolve, reject) =>
-      trackStats(binding.fstatFd(handle.fd, bigint), undefined, (error, stats) => (error ? reject(error) : resolve(stats))),
+      trackStats(binding.fstatFd(handle.fd, bigint), bigint, undefined, (error, stats) => (error ? reject(error) : resolve(stats))),
     ).then(undefined, withCallerStack)
   } finally {
     release()

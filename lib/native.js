@@ -73,6 +73,11 @@ function censusLibuvThreads() {
   round()
 }
 
+const kNoStats = [null, null]
+/** The stats of the batch being delivered: `[Float64Array | null, BigInt64Array | null]`. */
+let batchStats = kNoStats
+const statsOfBatch = () => batchStats
+
 /**
  * Receives `[id, result, id, result, ...]` from the native side. The results are
  * delivered on the next tick, outside the addon's call, so that an exception from a
@@ -90,6 +95,9 @@ function onComplete(batch) {
 function deliver(batch, start) {
   let i = start
   let request
+  // A batch's stats end it as the pair -2, [numbers, bigints]; a stat's result is the
+  // index of its slots there (src/node/results.rs), read by its handler at once.
+  batchStats = batch[batch.length - 2] === -2 ? batch[batch.length - 1] : kNoStats
   try {
     for (; i < batch.length; i += 2) {
       request = inFlight.get(batch[i])
@@ -148,4 +156,4 @@ function nativeError(result, path, dest) {
   return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path, dest)
 }
 
-module.exports = { binding, track, nativeError }
+module.exports = { binding, track, nativeError, statsOfBatch }

@@ -27,40 +27,40 @@ function dateFromMs(ms) {
   return new Date(Math.round(Number(ms)))
 }
 
-/** An object of `prototype` with the ten fields both kinds of Stats start with, in node's order. */
-function withBaseFields(prototype, s) {
+/** An object of `prototype` with the ten fields both kinds of Stats start with, in node's order, from slots `s[at..]`. */
+function withBaseFields(prototype, s, at) {
   const stats = Object.create(prototype)
-  stats.dev = s[0]
-  stats.mode = s[1]
-  stats.nlink = s[2]
-  stats.uid = s[3]
-  stats.gid = s[4]
-  stats.rdev = s[5]
-  stats.blksize = s[6]
-  stats.ino = s[7]
-  stats.size = s[8]
-  stats.blocks = s[9]
+  stats.dev = s[at]
+  stats.mode = s[at + 1]
+  stats.nlink = s[at + 2]
+  stats.uid = s[at + 3]
+  stats.gid = s[at + 4]
+  stats.rdev = s[at + 5]
+  stats.blksize = s[at + 6]
+  stats.ino = s[at + 7]
+  stats.size = s[at + 8]
+  stats.blocks = s[at + 9]
   return stats
 }
 
-/** An fs.Stats from a Float64Array of the slots. */
-function statsFromSlots(s) {
-  const stats = withBaseFields(Stats.prototype, s)
-  stats.atimeMs = s[10] * 1000 + s[11] / 1e6
-  stats.mtimeMs = s[12] * 1000 + s[13] / 1e6
-  stats.ctimeMs = s[14] * 1000 + s[15] / 1e6
-  stats.birthtimeMs = s[16] * 1000 + s[17] / 1e6
+/** An fs.Stats from the 18 slots at `at` of a Float64Array. */
+function statsFromSlots(s, at = 0) {
+  const stats = withBaseFields(Stats.prototype, s, at)
+  stats.atimeMs = s[at + 10] * 1000 + s[at + 11] / 1e6
+  stats.mtimeMs = s[at + 12] * 1000 + s[at + 13] / 1e6
+  stats.ctimeMs = s[at + 14] * 1000 + s[at + 15] / 1e6
+  stats.birthtimeMs = s[at + 16] * 1000 + s[at + 17] / 1e6
   if (!lazyDates) ownDates(stats)
   return stats
 }
 
-/** An fs.BigIntStats from a BigInt64Array of the slots. */
-function bigIntStatsFromSlots(s) {
-  const stats = withBaseFields(bigIntPrototype(), s)
-  const atimeNs = s[10] * kNsPerSecBigInt + s[11]
-  const mtimeNs = s[12] * kNsPerSecBigInt + s[13]
-  const ctimeNs = s[14] * kNsPerSecBigInt + s[15]
-  const birthtimeNs = s[16] * kNsPerSecBigInt + s[17]
+/** An fs.BigIntStats from the 18 slots at `at` of a BigInt64Array. */
+function bigIntStatsFromSlots(s, at = 0) {
+  const stats = withBaseFields(bigIntPrototype(), s, at)
+  const atimeNs = s[at + 10] * kNsPerSecBigInt + s[at + 11]
+  const mtimeNs = s[at + 12] * kNsPerSecBigInt + s[at + 13]
+  const ctimeNs = s[at + 14] * kNsPerSecBigInt + s[at + 15]
+  const birthtimeNs = s[at + 16] * kNsPerSecBigInt + s[at + 17]
   stats.atimeMs = atimeNs / kNsPerMsBigInt
   stats.mtimeMs = mtimeNs / kNsPerMsBigInt
   stats.ctimeMs = ctimeNs / kNsPerMsBigInt

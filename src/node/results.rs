@@ -267,18 +267,6 @@ pub(super) fn take_lent(env: &Env, lent: LentBuffer) -> Option<(Unknown<'_>, *co
     Some((unsafe { Unknown::from_raw_unchecked(env.raw(), value) }, lent.data, lent.len))
 }
 
-/// The fields of an `fs.Stats` as JS takes them, in the arrays Node's own binding
-/// fills: a Float64Array (device and inode numbers unsigned), or a BigInt64Array for a
-/// `BigIntStats` (the slots as they are).
-#[cfg(unix)]
-pub(super) fn stat_fields(slots: crate::sys::StatSlots, bigint: bool) -> Either<Float64Array, BigInt64Array> {
-    if bigint {
-        Either::B(BigInt64Array::new(slots.to_vec()))
-    } else {
-        Either::A(Float64Array::new(crate::jobs::metadata::stat_numbers(&slots).to_vec()))
-    }
-}
-
 pub(super) fn error_to_js(env: &Env, err: ReadError) -> Result<Unknown<'_>> {
     match err {
         // libuv's error number and the syscall: JS names the error from Node's own
@@ -294,7 +282,10 @@ impl ToNapiValue for Batch {
     /// `[id, result, id, result, ...]`, where result is a Buffer (read), a number
     /// (opened fd), `undefined` (closed), `[uvErrno, syscall]` (OS error: libuv's
     /// negative error number), `[size, limit]` (file over the limit), `['panic']` (a pool
-    /// thread panicked), or `null` (cancelled).
+    /// thread panicked), `null` (cancelled), or for a stat the index of its 18 slots in
+    /// the batch's stats, which end the batch as the pair `-2, [Float64Array | null,
+    /// BigInt64Array | null]`: one typed array per batch, not one per stat, each of
+    /// which costs V8 an ArrayBuffer to allocate, register and sweep.
     unsafe fn to_napi_value(raw_env: napi::sys::napi_env, batch: Self) -> Result<napi::sys::napi_value> {
         let env = Env::from_raw(raw_env);
         if !views::js_can_run(raw_env) {
@@ -320,6 +311,8 @@ impl ToNapiValue for Batch {
             young_collection_nudge(raw_env);
         }
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
+        let (mut numbers, mut bigints) = (Vec::new(), Vec::new());
+        let pairs = batch.0.len() as u32;
         for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id as f64)?;
             let slot = 2 * i as u32 + 1;
@@ -360,7 +353,14 @@ impl ToNapiValue for Batch {
                 #[cfg(unix)]
                 Delivered::Written(Err(e)) => out.set(slot, error_to_js(&env, e)?)?,
                 #[cfg(unix)]
-                Delivered::Stats(slots, bigint) => out.set(slot, stat_fields(slots, bigint))?,
+                Delivered::Stats(slots, true) => {
+                    out.set(slot, (bigints.len() / 18) as f64)?;
+                    bigints.extend_from_slice(&slots);
+                }
+                Delivered::Stats(slots, false) => {
+                    out.set(slot, (numbers.len() / 18) as f64)?;
+                    numbers.extend_from_slice(&crate::jobs::metadata::stat_numbers(&slots));
+                }
                 Delivered::Bytes(Err(e))
                 | Delivered::Chunk(Err(e), _)
                 | Delivered::Opened(Err(e))
@@ -394,6 +394,12 @@ impl ToNapiValue for Batch {
                     out.set(slot, triple)?
                 }
             }
+        }
+        if !numbers.is_empty() || !bigints.is_empty() {
+            let numbers = (!numbers.is_empty()).then(|| Float64Array::new(numbers));
+            let bigints = (!bigints.is_empty()).then(|| BigInt64Array::new(bigints));
+            out.set(2 * pairs, -2.0)?;
+            out.set(2 * pairs + 1, (numbers, bigints))?;
         }
         drop(rearm);
         // SAFETY: `out` was created in `raw_env`, the environment we are called in.
