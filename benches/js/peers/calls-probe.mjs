@@ -99,8 +99,11 @@ function syncUs(fn) {
   return ((performance.now() - t0) * 1000) / calls
 }
 
+// CALLS_ONLY=write16,readdir100 runs only those cases (to look into one row).
+const only = process.env.CALLS_ONLY?.split(',')
 const out = {}
 for (const [name, { setUp, run, sync, tearDown }] of Object.entries(CASES)) {
+  if (only && !only.includes(name)) continue
   setUp?.()
   await measure(run, 8) // warm-up: JIT, the pool's threads, the page cache
   for (const c of [1, 64]) {
