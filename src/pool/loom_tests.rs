@@ -409,3 +409,26 @@ fn loom_chain_stops_after_a_failed_write() {
         drop(pool);
     });
 }
+
+/// A request submitted while the only worker may be spinning for work, giving its spin
+/// up, or asleep runs: no wake-up is lost between the spin and the sleep, and a submit
+/// that finds the worker spinning (and so sends none) is seen.
+#[test]
+fn loom_submit_races_with_a_spinning_worker() {
+    loom::model(|| {
+        let pool = Pool::new(1, 1);
+        assert!(!pool.lock().spin.is_zero(), "the pool spins");
+        let first = Arc::new(AtomicUsize::new(0));
+        let second = Arc::new(AtomicUsize::new(0));
+        pool.submit(Box::new(Probe { steps: 1, ended: first.clone() }));
+        while first.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        pool.submit(Box::new(Probe { steps: 1, ended: second.clone() }));
+        while second.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        drop(pool);
+        assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+    });
+}

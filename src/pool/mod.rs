@@ -26,6 +26,7 @@
 mod big_reads;
 pub mod budget;
 mod finish;
+mod spin;
 mod state;
 mod stats;
 mod step;
@@ -124,6 +125,7 @@ impl Pool {
     /// A pool that tells the rest of the process what `hooks` ask for.
     pub fn with_hooks(threads: usize, chunk_size: usize, hooks: Hooks) -> Pool {
         let pool = Pool::unstarted(chunk_size, hooks);
+        pool.lock().spin = spin::spin_for();
         pool.configure(Some(threads), None);
         pool
     }
@@ -141,6 +143,8 @@ impl Pool {
                 budget: None,
                 busy: 0,
                 idle: 0,
+                spinning: 0,
+                spin: Duration::ZERO,
                 large_busy: 0,
                 governor: Governor::new(1, 1, contention_signal()),
                 large_limit_set: None,
@@ -169,6 +173,7 @@ impl Pool {
             own_threads: AtomicUsize::new(0),
             chunk_size: AtomicUsize::new(chunk_size),
             handles: Mutex::new(Vec::new()),
+            submitted: AtomicUsize::new(0),
         });
         Pool { shared, lane: None }
     }
@@ -246,7 +251,11 @@ impl Pool {
         if queued {
             state.split_waiting = false;
         }
-        let wake = queued && state.idle > 0;
+        if queued {
+            self.shared.submitted.fetch_add(1, Ordering::Release);
+        }
+        // A spinning worker takes it without one.
+        let wake = queued && state.idle > 0 && state.spinning == 0;
         drop(state);
         // Workers pass the baton on while work remains, so one wake-up is enough.
         if wake {

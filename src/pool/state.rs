@@ -75,6 +75,11 @@ pub(super) struct State {
     /// are: with std's futex condvar every `notify_one` is a system call, and a batch
     /// of 10,000 small files would otherwise pay one per file.
     pub(super) idle: usize,
+    /// Workers watching for new work outside the lock before they sleep (at most one,
+    /// [`super::spin`]): a submit that finds one sends no wake-up.
+    pub(super) spinning: usize,
+    /// How long an idle worker spins ([`super::spin::spin_for`]; zero: never).
+    pub(super) spin: Duration,
     /// Workers running a step or piece of a large job right now.
     pub(super) large_busy: usize,
     /// How many may ([`crate::policy::contention`]).
@@ -223,6 +228,8 @@ pub(super) struct Shared {
     /// Here rather than in the pool's handle: a lane's worker starts another for a
     /// big read's parts.
     pub(super) handles: Mutex<Vec<JoinHandle<()>>>,
+    /// Bumped by every submit that queues work, for a spinning worker to watch.
+    pub(super) submitted: AtomicUsize,
 }
 
 pub(super) fn lock(shared: &Shared) -> MutexGuard<'_, State> {

@@ -42,6 +42,8 @@ fn worker(shared: Arc<Shared>) {
     let mut state = lock(&shared);
     let mut nice = 0;
     let mut placement = Placement::default();
+    // Whether this worker has spun for work since it last found none.
+    let mut spun = false;
     loop {
         if state.nice != nice {
             nice = state.nice;
@@ -61,6 +63,14 @@ fn worker(shared: Arc<Shared>) {
             state.retry_due(Instant::now());
         }
         let Some(flow) = state.take() else {
+            // Spin once per lull, then look at everything again (work, cancels, a
+            // shutdown, a shrink: the lock was let go) before sleeping.
+            if !spun {
+                spun = true;
+                state = super::spin::for_work(&shared, state);
+                continue;
+            }
+            spun = false;
             state.idle += 1;
             let timeout = state.retry_at.map_or(state.idle_after, |at| at.saturating_duration_since(Instant::now()));
             let (guard, wait) = shared.work_ready.wait_timeout(state, timeout).unwrap_or_else(|p| p.into_inner());
@@ -80,6 +90,7 @@ fn worker(shared: Arc<Shared>) {
             }
             continue;
         };
+        spun = false;
         shared.active.fetch_add(1, Ordering::Relaxed);
         state.busy += 1;
         let large = flow.item.job.is_large();
