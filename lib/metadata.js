@@ -13,7 +13,7 @@ const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
 
 const { Dirent } = nodeFs
-const { binding, track, nativeError, statsOfBatch } = require('./native')
+const { binding, track, nativeError, statsOfBatch, pilingUp, later } = require('./native')
 const { acceptedPath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')
@@ -147,17 +147,12 @@ const kCachedBigInts = new BigInt64Array(18)
  */
 function submitStat(follow, target, bigint, done) {
   const slots = bigint ? kCachedBigInts : kCachedNumbers
-  const answer = settings.fastPath ? binding.statCached(target.native, follow, slots) : null
+  const answer = settings.fastPath && !pilingUp() ? binding.statCached(target.native, follow, slots) : null
   if (answer === true) {
     // Read at once: the next call fills the same slots.
-    const stats = bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots)
-    setImmediate(() => done(undefined, stats))
-    return
+    return later(done, undefined, bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots))
   }
-  if (answer !== null) {
-    setImmediate(() => done(nativeError(answer, target.display)))
-    return
-  }
+  if (answer !== null) return later(done, nativeError(answer, target.display))
   trackStats(binding.statPath(target.native, follow, bigint), bigint, target.display, done)
 }
 
@@ -166,9 +161,9 @@ function submitStat(follow, target, bigint, done) {
  * blocking (as submitStat's), else by the pool: `done(error)` in a macrotask of its own.
  */
 function submitAccess(target, mode, done) {
-  const answer = settings.fastPath ? binding.accessCached(target.native, mode) : null
-  if (answer === true) return void setImmediate(done)
-  if (answer) return void setImmediate(() => done(nativeError(answer, target.display)))
+  const answer = settings.fastPath && !pilingUp() ? binding.accessCached(target.native, mode) : null
+  if (answer === true) return later(done)
+  if (answer) return later(done, nativeError(answer, target.display))
   track(binding.accessPath(target.native, mode), (result) => done(result === undefined ? undefined : nativeError(result, target.display)))
 }
 

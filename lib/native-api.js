@@ -9,7 +9,7 @@
 
 const { Buffer } = require('node:buffer')
 const { constants: { O_RDONLY }, readFile: nodeReadFile } = require('node:fs') // before install() patches it
-const { binding: native, track, nativeError } = require('./native')
+const { binding: native, track, nativeError, pilingUp, later } = require('./native')
 const { getOptions, stringToFlags, validatePath, isInt32, isFileHandle } = require('./args')
 const { invalidArgType, outOfRange, AbortError } = require('./errors')
 const { validateConfigure, current, kFastPathMax } = require('./settings')
@@ -124,7 +124,7 @@ function start(path, options, done, allowFd) {
     const flags = stringToFlags(options.flag, 'options.flag')
     const { native: nativePath, display } = validatePath(path)
     req.path = display
-    if (current.fastPath && flags === O_RDONLY && typeof nativePath === 'string') {
+    if (current.fastPath && flags === O_RDONLY && typeof nativePath === 'string' && !pilingUp()) {
       const data = native.readCached(nativePath, flags, kFastPathMax, textWanted(encoding))
       if (typeof data === 'number') {
         // A FIFO or device it opened: the pool reads that fd (request `data`).
@@ -132,7 +132,7 @@ function start(path, options, done, allowFd) {
       } else if (data !== null) {
         // A macrotask, like a completion from the pool: a loop of cached reads must
         // not starve I/O and timers the way a chain of nextTicks would.
-        setImmediate(settle, req, data)
+        later(settle, req, data)
         return
       }
     }
