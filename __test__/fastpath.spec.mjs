@@ -280,3 +280,31 @@ nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off
   })
   t.is(String(child).trim(), 'false', 'FAIRFS_FAST_PATH=0 in the environment')
 })
+
+// Many calls at once: past a few in flight the calling thread's fast path steps aside
+// and the pool answers, hits and misses alike (lib/native.js, pilingUp).
+withFastPath('64 stats, accesses and readFiles of a cached file at once: the pool answers most, each as node:fs, and one at a time the fast path does', async (t) => {
+  const { path, data } = makeFile(1000)
+  fs.readFileSync(path)
+  const missing = tmpPath('missing')
+  const expected = { size: fs.statSync(path).size, ino: fs.statSync(path).ino }
+  const calls = {
+    stat: () => fairfs.promises.stat(path).then((s) => ({ size: s.size, ino: s.ino })),
+    access: () => fairfs.promises.access(path).then(() => 'ok'),
+    readFile: () => fairfs.promises.readFile(path).then((b) => b.equals(data)),
+    'stat of a missing file': () => fairfs.promises.stat(missing).then(() => 'found', (e) => e.code),
+  }
+  const want = { stat: expected, access: 'ok', readFile: true, 'stat of a missing file': 'ENOENT' }
+  for (const [name, call] of Object.entries(calls)) {
+    const before = fairfs.stats()
+    const results = await Promise.all(Array.from({ length: 64 }, call))
+    const mid = fairfs.stats()
+    for (let i = 0; i < 4; i++) t.deepEqual(await call(), want[name], `${name}, one at a time`)
+    const after = fairfs.stats()
+    t.deepEqual(new Set(results.map((r) => JSON.stringify(r))), new Set([JSON.stringify(want[name])]), name)
+    const fast = (a, b) => b.fastPathHits - a.fastPathHits
+    t.true(fast(before, mid) <= 8, `${name}: ${fast(before, mid)} of 64 at once on the fast path`)
+    t.true(mid.completed - before.completed >= 56, `${name}: ${mid.completed - before.completed} of 64 at once on the pool`)
+    t.is(fast(mid, after), 4, `${name}: one at a time, each on the fast path`)
+  }
+})
