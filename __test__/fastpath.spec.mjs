@@ -290,14 +290,17 @@ withFastPath('64 stats, accesses and readFiles of a cached file at once: the poo
   const expected = { size: fs.statSync(path).size, ino: fs.statSync(path).ino }
   const calls = {
     stat: () => fairfs.promises.stat(path).then((s) => ({ size: s.size, ino: s.ino })),
+    // Number and BigInt stats in one batch: each reads its own slots.
+    'stat, every other one bigint': (i = 0) => fairfs.promises.stat(path, { bigint: i % 2 === 1 })
+      .then((s) => ({ size: Number(s.size), ino: Number(s.ino), bigint: typeof s.size === 'bigint' && i % 2 === 1 ? 'as asked' : typeof s.size === 'number' && i % 2 === 0 ? 'as asked' : 'not as asked' })),
     access: () => fairfs.promises.access(path).then(() => 'ok'),
     readFile: () => fairfs.promises.readFile(path).then((b) => b.equals(data)),
     'stat of a missing file': () => fairfs.promises.stat(missing).then(() => 'found', (e) => e.code),
   }
-  const want = { stat: expected, access: 'ok', readFile: true, 'stat of a missing file': 'ENOENT' }
+  const want = { stat: expected, 'stat, every other one bigint': { ...expected, bigint: 'as asked' }, access: 'ok', readFile: true, 'stat of a missing file': 'ENOENT' }
   for (const [name, call] of Object.entries(calls)) {
     const before = fairfs.stats()
-    const results = await Promise.all(Array.from({ length: 64 }, call))
+    const results = await Promise.all(Array.from({ length: 64 }, (_, i) => call(i)))
     const mid = fairfs.stats()
     for (let i = 0; i < 4; i++) t.deepEqual(await call(), want[name], `${name}, one at a time`)
     const after = fairfs.stats()
