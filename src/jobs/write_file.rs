@@ -111,7 +111,7 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
 /// so that two spellings of one file (a symlink, `..`, `//`, a relative path) are one
 /// flow, with bit 62 set so that it meets neither a stream's flow (counted up from 1)
 /// nor an fd's (bit 63). Where the file leads is asked of the kernel's cache only
-/// ([`crate::locality::where_name_leads`]: the call runs on the JS thread); where that
+/// (`locality::where_name_leads`: the call runs on the JS thread); where that
 /// cannot tell (a directory not cached, no `openat2`), the absolute, lexically
 /// normalised spelling (`//` and `.` dropped; `..` kept, since a symlink may precede
 /// it). Hard links stay two flows. A hash that collides only orders two writes that
