@@ -311,7 +311,9 @@ impl ToNapiValue for Batch {
             young_collection_nudge(raw_env);
         }
         let mut out = env.create_array(batch.0.len() as u32 * 2)?;
-        let (mut numbers, mut bigints) = (Vec::new(), Vec::new());
+        // The batch's stats (unix only: elsewhere stats are node:fs's).
+        #[cfg_attr(not(unix), allow(unused_mut))]
+        let (mut numbers, mut bigints) = (Vec::<f64>::new(), Vec::<i64>::new());
         let pairs = batch.0.len() as u32;
         for (i, (id, delivered)) in batch.0.into_iter().enumerate() {
             out.set(2 * i as u32, id as f64)?;
@@ -357,6 +359,7 @@ impl ToNapiValue for Batch {
                     out.set(slot, (bigints.len() / 18) as f64)?;
                     bigints.extend_from_slice(&slots);
                 }
+                #[cfg(unix)]
                 Delivered::Stats(slots, false) => {
                     out.set(slot, (numbers.len() / 18) as f64)?;
                     numbers.extend_from_slice(&crate::jobs::metadata::stat_numbers(&slots));
