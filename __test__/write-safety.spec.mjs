@@ -17,7 +17,7 @@ import crypto from 'node:crypto'
 import { spawn, spawnSync, execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
-import { fairfs, isNative, tmpPath, describeError, posixOnly, fastPathWorks } from './helpers.mjs'
+import { fairfs, isNative, tmpPath, describeError, posixOnly } from './helpers.mjs'
 import { scratch, mountTmpfs, tmpfsUnavailable, pattern } from './fixtures/storage-errors.mjs'
 import { needsFuse, skipping, mountSlowfs, mountOverlay, unmountAll } from './fixtures/slowfs.mjs'
 
@@ -369,12 +369,7 @@ const spellings = {
   },
 }
 for (const [how, spell] of Object.entries(spellings)) {
-  // Where a path leads is asked of the kernel's cached lookup (openat2 RESOLVE_CACHED);
-  // elsewhere (macOS, FreeBSD, the portable build, Linux before 5.12) the flow is the
-  // path as spelled, and these races are node:fs's.
-  const testFn = posixOnly('symlinks', !isNative ? skipping(test.serial, 'node backend: no keyed flows')
-    : !fastPathWorks() ? skipping(test.serial, 'two spellings are one flow only where Linux 5.12+ tells where a path leads from its cache (not portable, not emulated)')
-      : test.serial)
+  const testFn = posixOnly('symlinks', isNative ? test.serial : skipping(test.serial, 'node backend: no keyed flows'))
   testFn(`two writeFiles of one file at once, B through ${how}, callback and promises: A, B or B over A`, async (t) => {
     for (const form of FORMS) {
       const ours = await race(oursWrite[form], (got) => allowedAs(got) !== null, spell)
