@@ -107,26 +107,14 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
     }
 }
 
-/// The keyed flow of the whole-file writes to `path`: a hash of the file it leads to,
-/// so that two spellings of one file (a symlink, `..`, `//`, a relative path) are one
-/// flow, with bit 62 set so that it meets neither a stream's flow (counted up from 1)
-/// nor an fd's (bit 63). Where the file leads is asked of the kernel's cache only
-/// (`locality::where_name_leads`: the call runs on the JS thread); where that
-/// cannot tell (a directory not cached, no `openat2`), the absolute, lexically
+/// The keyed flow of the whole-file writes to `path`: a hash of its absolute, lexically
 /// normalised spelling (`//` and `.` dropped; `..` kept, since a symlink may precede
-/// it). Hard links stay two flows. A hash that collides only orders two writes that
-/// need not be.
+/// it), with bit 62 set so that it meets neither a stream's flow (counted up from 1)
+/// nor an fd's (bit 63). Two spellings through a symlink are two flows; a hash that
+/// collides only orders two writes that need not be.
 pub fn path_flow(path: &std::ffi::CStr) -> u64 {
-    #[cfg(all(target_os = "linux", not(fairfs_portable), not(fairfs_loom)))]
-    if let Some(leads_to) = crate::locality::where_name_leads(path) {
-        return flow_of_spelling(&leads_to);
-    }
-    flow_of_spelling(path.to_bytes())
-}
-
-/// [`path_flow`] of `bytes` as spelled, made absolute against the working directory.
-fn flow_of_spelling(bytes: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
+    let bytes = path.to_bytes();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     if bytes.first() != Some(&b'/') {
         if let Ok(cwd) = std::env::current_dir() {
@@ -185,27 +173,6 @@ mod tests {
             assert_eq!((after.open_files, after.bytes_in_flight), (0, 0), "admission got everything back");
             assert_eq!(fds_open_on(&p), 0);
         }
-    }
-
-    /// Two spellings of one file are one flow: through a symlink to the file, through a
-    /// symlinked directory (also for a file not made yet), with `//` and `..`; another
-    /// file is another flow.
-    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
-    #[test]
-    fn spellings_of_one_file_share_its_flow() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real");
-        std::fs::create_dir(&real).unwrap();
-        std::fs::write(real.join("f"), b"x").unwrap();
-        std::os::unix::fs::symlink(&real, dir.path().join("dirlink")).unwrap();
-        std::os::unix::fs::symlink(real.join("f"), dir.path().join("filelink")).unwrap();
-        let flow = |p: std::path::PathBuf| path_flow(&c_path(&p));
-        let f = flow(real.join("f"));
-        assert_eq!(flow(dir.path().join("filelink")), f, "a symlink to the file");
-        assert_eq!(flow(dir.path().join("dirlink/f")), f, "through a symlinked directory");
-        assert_eq!(flow(dir.path().join("dirlink//../real/./f")), f, "//, .. and .");
-        assert_ne!(flow(real.join("g")), f, "another file");
-        assert_eq!(flow(dir.path().join("dirlink/new")), flow(real.join("new")), "a file not made yet");
     }
 
     /// Appends from many writers to one file, each bigger than a chunk, all at once:

@@ -208,39 +208,6 @@ fn local_miss_at(path: &[u8], error: i32, depth: usize) -> bool {
     }
 }
 
-/// Where `path` leads, as far as the kernel knows from memory, as an absolute path
-/// with every symlink, `..` and `//` resolved: the file's own name if the whole lookup
-/// is cached, else its directory's followed by the last name (a file about to be made).
-/// `None` where not even the directory is cached. Read from `/proc/self/fd`, which
-/// names what an `O_PATH` lookup found without asking any file system.
-pub fn where_name_leads(path: &std::ffi::CStr) -> Option<Vec<u8>> {
-    if let Some(found) = cached_name_of(path) {
-        return Some(found);
-    }
-    let (parent, last) = split_last(path.to_bytes())?;
-    if last == b".." || last == b"." {
-        return None;
-    }
-    let mut found = cached_name_of(&std::ffi::CString::new(parent).ok()?)?;
-    if found.last() != Some(&b'/') {
-        found.push(b'/');
-    }
-    found.extend_from_slice(last);
-    Some(found)
-}
-
-/// The name `/proc/self/fd` gives the cached lookup of `path`, if it is cached and has
-/// a name (not unlinked, not outside this process's root).
-fn cached_name_of(path: &std::ffi::CStr) -> Option<Vec<u8>> {
-    use std::os::unix::ffi::OsStringExt;
-    let fd = sys::open_cached(path, libc::O_PATH).ok()?;
-    let found = std::fs::read_link(format!("/proc/self/fd/{fd}"));
-    // An O_PATH fd's close calls no file system.
-    let _ = sys::close(fd);
-    let found = found.ok()?.into_os_string().into_vec();
-    (found.first() == Some(&b'/') && !found.ends_with(b" (deleted)")).then_some(found)
-}
-
 /// `path` split into the directory that holds its last name and that name, lexically:
 /// `a/b/c` → (`a/b`, `c`), `/c` → (`/`, `c`), `c` → (`.`, `c`), trailing slashes
 /// dropped. `None` for `/` and the empty path.
