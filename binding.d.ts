@@ -281,8 +281,8 @@ export declare function readPaths(paths: Array<string>, flags: number, mode: num
 export declare function realpathPath(path: string | Uint8Array): number
 
 /**
- * A directory's entries on the pool (`readdir`): a Buffer of, for each entry in
- * byte order, its `UV_DIRENT_*` type byte, its name and a NUL; or the error.
+ * A directory's entries on the pool (`readdir`): a Buffer of them in byte order,
+ * packed by [`crate::jobs::metadata::pack_entries`]; or the error.
  */
 export declare function scandirPath(path: string | Uint8Array): number
 

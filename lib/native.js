@@ -82,7 +82,7 @@ function censusLibuvThreads() {
  * misses step aside alike, so one call's route never depends on its answer.
  */
 const kPileUp = 8
-/** Calls answered on this thread whose callbacks wait for their macrotask (laterCall). */
+/** Calls answered on this thread whose callbacks wait for their macrotask (later). */
 let answeredHere = 0
 const pilingUp = () => inFlight.size - 1 + answeredHere >= kPileUp
 

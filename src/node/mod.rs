@@ -599,8 +599,8 @@ pub fn realpath_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
     submit_query(&env, Query::Realpath(path), false)
 }
 
-/// A directory's entries on the pool (`readdir`): a Buffer of, for each entry in
-/// byte order, its `UV_DIRENT_*` type byte, its name and a NUL; or the error.
+/// A directory's entries on the pool (`readdir`): a Buffer of them in byte order,
+/// packed by [`crate::jobs::metadata::pack_entries`]; or the error.
 #[cfg(unix)]
 #[napi]
 pub fn scandir_path(env: Env, path: Either<String, &[u8]>) -> Result<f64> {
