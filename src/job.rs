@@ -138,7 +138,16 @@ pub trait Waits: Send {
     /// Hands the job its cancellation flag when it is submitted, for a step that may
     /// wait for long to check now and then.
     fn watch_cancel(&mut self, _cancelled: CancelFlag) {}
+    /// The job waits for its turn ([`Wait::Turn`]) out of the queue: `resume`, called
+    /// once the turn comes (never with the pool's lock held), puts it back. Handed back
+    /// if it may go on already. Called under the pool's lock.
+    fn set_aside(&mut self, resume: Resume) -> Option<Resume> {
+        Some(resume)
+    }
 }
+
+/// Puts a job set aside for its turn back in its pool's queue ([`Waits::set_aside`]).
+pub type Resume = Box<dyn FnOnce() + Send>;
 
 /// Why a read that is not done cannot take its next step yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +168,10 @@ pub enum Wait {
     /// device): it leaves the pool for a thread of its own, so that it stalls nobody,
     /// and gives back what admission granted it.
     OwnThread,
+    /// A whole-file write whose file another writes now
+    /// ([`crate::jobs::file_turns`]): it leaves the queue, keeping its slot, until the
+    /// turn comes to it ([`Waits::set_aside`]).
+    Turn,
 }
 
 /// A job's cancellation flag, set by [`crate::pool::Pool::cancel`]; a job that may
@@ -198,6 +211,12 @@ impl dyn Job {
     pub(crate) fn give_up(&mut self) {
         if let Some(w) = self.waits() {
             w.give_up()
+        }
+    }
+    pub(crate) fn set_aside(&mut self, resume: Resume) -> Option<Resume> {
+        match self.waits() {
+            Some(w) => w.set_aside(resume),
+            None => Some(resume),
         }
     }
     pub(crate) fn watch_cancel(&mut self, cancelled: CancelFlag) {

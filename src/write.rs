@@ -126,6 +126,14 @@ impl FileWrite {
         self.data.as_ref().map_or(0, Borrowed::len)
     }
 
+    /// The path it opens, if it writes to one.
+    pub fn path(&self) -> Option<&std::ffi::CStr> {
+        match &self.target {
+            Target::Path { path, .. } => Some(path),
+            Target::Fd(_) => None,
+        }
+    }
+
     /// More than one chunk: under admission control, it is granted its bytes first.
     pub fn is_large(&self) -> bool {
         self.len() > self.limits.chunk_size

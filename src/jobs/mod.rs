@@ -5,7 +5,8 @@
 //! * [`batch`] and [`pack`]: a `readFiles` batch, heard about once, its small results
 //!   packed into shared slabs;
 //! * [`metadata`]: `stat`, `lstat`, `fstat` and `access`, one step each;
-//! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`);
+//! * [`write_file`]: a whole-file write (`writeFile`, `appendFile`), in its spelling's
+//!   [`write_flow`] and its file's turn ([`file_turns`]);
 //! * [`write`](mod@write): `fs.write`, `writev`, `fsync`, `fdatasync` and `close`, in order per fd;
 //!   a WriteStream's writes in a [`write_chain`];
 //! * [`copy_file`]: `copyFile`, a chunk per step;
@@ -15,6 +16,7 @@
 pub mod batch;
 #[cfg(unix)]
 pub mod copy_file;
+pub mod file_turns;
 #[cfg(unix)]
 pub mod metadata;
 #[cfg(unix)]
@@ -28,3 +30,5 @@ pub mod write;
 pub mod write_chain;
 #[cfg(unix)]
 pub mod write_file;
+#[cfg(unix)]
+pub mod write_flow;

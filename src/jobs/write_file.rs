@@ -5,10 +5,13 @@
 
 use crate::at_exit::MustFinish;
 use crate::error::ReadError;
-use crate::job::{Data, Job, Step, Waits};
+use crate::job::{Data, Job, Step, Wait, Waits};
 use crate::memory::borrowed::Borrowed;
 use crate::pool::{Pool, Ticket};
 use crate::write::{FileWrite, Target, WriteLimits};
+
+use super::file_turns::{turns, FileTurns, Resume, Turn};
+use super::write_flow::{file_flow, spelling_flow};
 
 /// What a write delivers: done, or why not.
 pub type Outcome = Result<(), ReadError>;
@@ -19,9 +22,14 @@ pub struct WriteFileJob<F> {
     /// The error that ended the write early, if any.
     error: Option<ReadError>,
     on_done: F,
-    /// The keyed flow of its path's whole-file writes ([`path_flow`]), if it is not an
-    /// append.
+    /// The keyed flow of its path's whole-file writes as spelled
+    /// ([`super::write_flow`]), if it is not an append.
     path_flow: Option<u64>,
+    /// Its turn at the file its path leads to, or its place in line, once its first
+    /// step found which file that is ([`super::file_turns`]).
+    turn: Option<Turn>,
+    /// It waits for that turn.
+    waiting: bool,
     /// Exit waits for it ([`crate::at_exit`]).
     _finish: MustFinish,
 }
@@ -29,7 +37,7 @@ pub struct WriteFileJob<F> {
 impl<F: FnOnce(Outcome) + Send + 'static> WriteFileJob<F> {
     pub fn new(target: Target, data: Borrowed, limits: WriteLimits, on_done: F) -> Self {
         let path_flow = match &target {
-            Target::Path { path, flags, .. } if flags & libc::O_APPEND == 0 => Some(path_flow(path)),
+            Target::Path { path, flags, .. } if flags & libc::O_APPEND == 0 => Some(spelling_flow(path)),
             _ => None,
         };
         WriteFileJob {
@@ -37,6 +45,8 @@ impl<F: FnOnce(Outcome) + Send + 'static> WriteFileJob<F> {
             error: None,
             on_done,
             path_flow,
+            turn: None,
+            waiting: false,
             _finish: MustFinish::new(),
         }
     }
@@ -44,6 +54,9 @@ impl<F: FnOnce(Outcome) + Send + 'static> WriteFileJob<F> {
 
 impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
     fn step(&mut self) -> Step {
+        if self.path_flow.is_some() && !self.my_turn() {
+            return Step { bytes: 0, done: false }; // waits for it (Wait::Turn) holding no fd
+        }
         match self.write.step() {
             Ok((bytes, done)) => Step { bytes, done },
             Err(e) => {
@@ -79,55 +92,86 @@ impl<F: FnOnce(Outcome) + Send + 'static> Job for WriteFileJob<F> {
         self.write.is_large()
     }
 
+    /// The file is closed, then the turn ends, then the caller hears: a write it makes
+    /// next to the file finds the turn free.
     fn complete(self: Box<Self>) {
-        let this = *self;
-        let outcome = match this.error {
+        let WriteFileJob { write, error, on_done, turn, .. } = *self;
+        let outcome = match error {
             Some(e) => Err(e),
-            None => this.write.finish(),
+            None => write.finish(),
         };
-        (this.on_done)(outcome);
+        drop(turn);
+        on_done(outcome);
     }
 
     fn cancel(self: Box<Self>) {
-        let this = *self;
+        let WriteFileJob { write, on_done, turn, .. } = *self;
         // Closes the fd and lets the caller's bytes go before anyone hears of it.
-        drop(this.write);
-        (this.on_done)(Err(ReadError::Cancelled));
+        drop(write);
+        drop(turn);
+        on_done(Err(ReadError::Cancelled));
     }
 
     fn fail(self: Box<Self>) {
-        let WriteFileJob { write, on_done, .. } = *self;
+        let WriteFileJob { write, on_done, turn, .. } = *self;
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(write)));
+        drop(turn);
         on_done(Err(ReadError::Panicked));
     }
 
-    /// It waits for its slot, its bytes, or a close after EMFILE.
+    /// It waits for its slot, its turn at its file, its bytes, or a close after EMFILE.
     fn waits(&mut self) -> Option<&mut dyn Waits> {
-        Some(&mut self.write)
+        Some(self)
     }
 }
 
-/// The keyed flow of the whole-file writes to `path`: a hash of its absolute, lexically
-/// normalised spelling (`//` and `.` dropped; `..` kept, since a symlink may precede
-/// it), with bit 62 set so that it meets neither a stream's flow (counted up from 1)
-/// nor an fd's (bit 63). Two spellings through a symlink are two flows; a hash that
-/// collides only orders two writes that need not be.
-pub fn path_flow(path: &std::ffi::CStr) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let bytes = path.to_bytes();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    if bytes.first() != Some(&b'/') {
-        if let Ok(cwd) = std::env::current_dir() {
-            for part in cwd.as_os_str().as_encoded_bytes().split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".")
-            {
-                part.hash(&mut hasher);
-            }
+/// The write's own waits, and one more: for its turn at the file its path leads to.
+impl<F: FnOnce(Outcome) + Send + 'static> Waits for WriteFileJob<F> {
+    fn opens_file(&self) -> bool {
+        self.write.opens_file()
+    }
+    fn wait(&self) -> Wait {
+        if self.waiting {
+            return Wait::Turn;
+        }
+        self.write.wait()
+    }
+    fn set_aside(&mut self, resume: Resume) -> Option<Resume> {
+        match &self.turn {
+            Some(turn) => turn.when_mine(resume),
+            None => Some(resume),
         }
     }
-    for part in bytes.split(|&b| b == b'/').filter(|p| !p.is_empty() && *p != b".") {
-        part.hash(&mut hasher);
+    fn grant(&mut self) {
+        self.write.grant()
     }
-    (1 << 62) | (hasher.finish() & ((1 << 62) - 1))
+    fn give_up(&mut self) {
+        self.write.give_up()
+    }
+}
+
+impl<F> WriteFileJob<F> {
+    /// Whether it holds its file's turn; on its first step (on a worker: finding where
+    /// the path leads may wait on the file system), asks for it. Before anything is
+    /// opened, so that two writes to one file never truncate under each other.
+    fn my_turn(&mut self) -> bool {
+        let turn = match &self.turn {
+            Some(turn) => turn,
+            None => {
+                let path = self.write.path().expect("a path's write");
+                // Where that cannot be told, its spelling: the open fails, or meets only
+                // writes through that spelling.
+                let key = file_flow(path).unwrap_or(self.path_flow.unwrap_or_default());
+                let (turn, mine) = FileTurns::enter(turns(), key);
+                self.turn = Some(turn);
+                self.waiting = !mine;
+                return mine;
+            }
+        };
+        // Put back by the turn's end, or handed back by set_aside: it is its own now.
+        self.waiting = !turn.is_mine();
+        !self.waiting
+    }
 }
 
 /// Writes `data` to `target` through `pool` and waits for the outcome.
@@ -236,7 +280,82 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert_eq!(pool.stats().stream_flows, 0, "each path's flow forgotten once its writes are done");
-        assert_eq!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("./f"))));
-        assert_ne!(path_flow(&c_path(&p)), path_flow(&c_path(&dir.path().join("g"))));
+    }
+
+    /// The same race with the second write through other names of the file: each asks
+    /// for its file's turn before it opens, so the file ends as one of them, whole,
+    /// whichever asked first.
+    #[test]
+    fn racing_writes_through_other_names_of_one_file_take_turns() {
+        let pool = Pool::new(4, 4096);
+        race_through_other_names(&pool, &pool);
+    }
+
+    /// The same with each name's write in a pool of its own, as when a symlinked path
+    /// goes to a lane ([`crate::lanes`]): the turn is the process's, not a pool's.
+    #[test]
+    fn racing_writes_through_other_names_in_two_pools_take_turns() {
+        let (first, second) = (Pool::new(2, 4096), Pool::new(2, 4096));
+        race_through_other_names(&first, &second);
+        assert_eq!(second.stats().awaiting_turn, 0);
+    }
+
+    fn race_through_other_names(pool: &Pool, other_pool: &Pool) {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(real.join("d")).unwrap();
+        let p = real.join("d/f");
+        std::os::unix::fs::symlink(&p, real.join("link")).unwrap();
+        std::os::unix::fs::symlink(real.join("d"), real.join("dirlink")).unwrap();
+        let (long, short) = (vec![b'a'; 64 * 4096], vec![b'b'; 4096 * 3 + 5]);
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        let limits = WriteLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+        let mut seen = [0, 0];
+        for other in ["link", "dirlink//f", "d/../link"] {
+            for round in 0..10 {
+                let (tx, rx) = std::sync::mpsc::channel();
+                for (data, path, pool) in [(&long, c_path(&p), pool), (&short, c_path(&real.join(other)), other_pool)] {
+                    let tx = tx.clone();
+                    let target = Target::Path { path, flags, mode: 0o666 };
+                    submit_write(pool, target, Borrowed::owned(data.clone()), limits, move |o| tx.send(o).unwrap());
+                }
+                rx.recv().unwrap().unwrap();
+                rx.recv().unwrap().unwrap();
+                let got = std::fs::read(&p).unwrap();
+                assert!(got == short || got == long, "{other}, round {round}: one write, whole ({} bytes)", got.len());
+                seen[(got == long) as usize] += 1;
+            }
+        }
+        let s = pool.stats();
+        assert_eq!((s.open_files, s.bytes_in_flight, s.awaiting_turn), (0, 0, 0), "admission got everything back");
+        eprintln!("ended as the short write {} times, the long one {}", seen[0], seen[1]);
+    }
+
+    /// Many writes through two names at once on a pool of one worker: those that wait
+    /// for the turn leave the queue and hold no worker, or the writer ahead could never
+    /// finish.
+    #[test]
+    fn writes_waiting_for_the_turn_hold_no_worker() {
+        let pool = Pool::new(1, 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let p = real.join("f");
+        std::os::unix::fs::symlink(&p, real.join("link")).unwrap();
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        let limits = WriteLimits { chunk_size: 4096, admitted: true, ..Default::default() };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let datas: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'0' + i; 4096 * 4 + i as usize]).collect();
+        for (i, data) in datas.iter().enumerate() {
+            let path = c_path(&if i % 2 == 0 { p.clone() } else { real.join("link") });
+            let tx = tx.clone();
+            let target = Target::Path { path, flags, mode: 0o666 };
+            submit_write(&pool, target, Borrowed::owned(data.clone()), limits, move |o| tx.send(o).unwrap());
+        }
+        for _ in &datas {
+            rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a write waited forever").unwrap();
+        }
+        let got = std::fs::read(&p).unwrap();
+        assert!(datas.contains(&got), "one write, whole");
+        assert_eq!(pool.stats().awaiting_turn, 0);
     }
 }

@@ -432,3 +432,95 @@ fn loom_submit_races_with_a_spinning_worker() {
         assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
     });
 }
+
+/// A whole-file write's turn as `WriteFileJob` takes it: asked for on its first step;
+/// while another holds it, the job waits out of the queue ([`Wait::Turn`]).
+struct TurnProbe {
+    probe: Probe,
+    turns: Arc<crate::jobs::file_turns::FileTurns>,
+    turn: Option<crate::jobs::file_turns::Turn>,
+    waiting: bool,
+}
+
+impl Job for TurnProbe {
+    fn step(&mut self) -> Step {
+        let mine = match &self.turn {
+            None => {
+                let (turn, mine) = crate::jobs::file_turns::FileTurns::enter(&self.turns, 1);
+                self.turn = Some(turn);
+                mine
+            }
+            Some(turn) => turn.is_mine(),
+        };
+        self.waiting = !mine;
+        if !mine {
+            return Step { bytes: 0, done: false };
+        }
+        self.probe.step()
+    }
+    fn complete(self: Box<Self>) {
+        let TurnProbe { probe, turn, .. } = *self;
+        drop(turn);
+        Box::new(probe).complete()
+    }
+    fn cancel(self: Box<Self>) {
+        let TurnProbe { probe, turn, .. } = *self;
+        drop(turn);
+        Box::new(probe).cancel()
+    }
+    fn waits(&mut self) -> Option<&mut dyn Waits> {
+        Some(self)
+    }
+}
+
+impl Waits for TurnProbe {
+    fn wait(&self) -> Wait {
+        if self.waiting {
+            Wait::Turn
+        } else {
+            Wait::No
+        }
+    }
+    fn set_aside(&mut self, resume: crate::job::Resume) -> Option<crate::job::Resume> {
+        self.turn.as_ref().expect("asked on its first step").when_mine(resume)
+    }
+}
+
+/// Two writes of one file on two workers, the second perhaps cancelled meanwhile: it
+/// waits for the first's turn out of the queue and is put back when that ends (or is
+/// cancelled there); each ends exactly once and nothing is left waiting.
+#[test]
+fn loom_a_write_waiting_for_its_turn_is_put_back_once() {
+    turn_race(false);
+}
+
+#[test]
+fn loom_a_write_waiting_for_its_turn_is_cancelled_once() {
+    turn_race(true);
+}
+
+fn turn_race(cancel: bool) {
+    loom::model(move || {
+        let pool = Pool::new(2, 1);
+        let turns = Arc::new(crate::jobs::file_turns::FileTurns::new());
+        let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let job = |ended: &Arc<AtomicUsize>| {
+            let probe = Probe { steps: 1, ended: ended.clone() };
+            Box::new(TurnProbe { probe, turns: turns.clone(), turn: None, waiting: false })
+        };
+        pool.submit(job(&a));
+        let second = pool.submit(job(&b));
+        if cancel {
+            pool.cancel(&second);
+        }
+        while a.load(Ordering::SeqCst) == 0 || b.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        assert_eq!(pool.stats().awaiting_turn, 0);
+        drop(pool);
+        assert_eq!(a.load(Ordering::SeqCst), 1, "the first completes");
+        assert!(matches!(b.load(Ordering::SeqCst), 1 | 2));
+        assert!(cancel || b.load(Ordering::SeqCst) == 1, "uncancelled, it completes");
+        assert_eq!(turns.files(), 0, "the turn is gone with its writers");
+    });
+}

@@ -155,6 +155,7 @@ impl Pool {
                 nice: DEFAULT_NICE,
                 admission: Admission::new(default_limits()),
                 awaiting_memory: HashMap::new(),
+                awaiting_turn: HashMap::new(),
                 retry: VecDeque::new(),
                 retry_at: None,
                 cancel_later: Vec::new(),
@@ -287,6 +288,7 @@ impl Pool {
         let mut removed = state.queue.remove_all(is_one);
         removed.extend(state.admission.remove_all(is_one));
         removed.extend(tickets.iter().filter_map(|t| state.awaiting_memory.remove(&t.id)));
+        removed.extend(tickets.iter().filter_map(|t| state.awaiting_turn.remove(&t.id)));
         let (retry, kept): (VecDeque<Entry>, VecDeque<Entry>) = state.retry.drain(..).partition(is_one);
         state.retry = kept;
         removed.extend(retry);
@@ -410,6 +412,7 @@ impl Drop for Pool {
             all.extend(state.admission.drain());
             all.extend(state.retry.drain(..));
             all.extend(state.awaiting_memory.drain().map(|(_, entry)| entry));
+            all.extend(state.awaiting_turn.drain().map(|(_, entry)| entry));
             all.append(&mut state.cancel_later);
             all
         };

@@ -101,6 +101,9 @@ pub(super) struct State {
     /// Admitted reads waiting for memory their caller lends ([`Wait::Memory`]), by id;
     /// they keep their slot and bytes, and [`Pool::lend`] puts them back in the queue.
     pub(super) awaiting_memory: HashMap<u64, Entry>,
+    /// Whole-file writes waiting for their file's turn ([`Wait::Turn`]), by id; they
+    /// keep their slot, and the turn's end puts them back in the queue.
+    pub(super) awaiting_turn: HashMap<u64, Entry>,
     /// Reads whose open met EMFILE/ENFILE while the pool held no file: retried at
     /// `retry_at`, since no close of ours will come to wake them.
     pub(super) retry: VecDeque<Entry>,

@@ -54,6 +54,9 @@ pub struct Stats {
     pub waiting: usize,
     /// Admitted big reads waiting for memory their caller lends ([`crate::job::Wait::Memory`]).
     pub awaiting_memory: usize,
+    /// Whole-file writes waiting out of the queue for their file's turn
+    /// ([`crate::job::Wait::Turn`]).
+    pub awaiting_turn: usize,
     /// Reads of sources that may block for long (FIFOs, devices), each on a thread
     /// of its own outside the pool.
     pub own_threads: usize,
@@ -88,6 +91,7 @@ impl Pool {
             max_bytes_in_flight: state.admission.limits().max_bytes,
             waiting: state.admission.waiting() + state.retry.len(),
             awaiting_memory: state.awaiting_memory.len(),
+            awaiting_turn: state.awaiting_turn.len(),
             own_threads: self.shared.own_threads.load(Ordering::Relaxed),
             stream_flows: state.queue.keyed_flows(),
         }

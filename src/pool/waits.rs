@@ -59,6 +59,16 @@ pub(super) fn requeue<'a>(
             return (lock(shared), admitted);
         }
         Wait::Memory(size) => return await_memory(shared, state, flow.item, size),
+        Wait::Turn => {
+            let mut entry = flow.item;
+            let id = entry.id;
+            match entry.job.set_aside(resumer(shared, id)) {
+                None => _ = state.awaiting_turn.insert(id, entry),
+                // The turn came meanwhile.
+                Some(_) => state.enqueue(entry),
+            }
+            return (state, 0);
+        }
         Wait::Bytes(size) => {
             if state.admission.grant(size) {
                 state.report_bytes_in_flight();
@@ -158,6 +168,27 @@ pub(super) fn lend_to(shared: &Shared, id: u64, memory: Option<Lent>) -> bool {
         shared.work_ready.notify_one();
     }
     true
+}
+
+/// What puts request `id`, set aside for its turn ([`Wait::Turn`]), back in the queue:
+/// at once, unless it was cancelled meanwhile (the cancel delivered it).
+fn resumer(shared: &Arc<Shared>, id: u64) -> crate::job::Resume {
+    let shared = shared.clone();
+    Box::new(move || {
+        let mut state = lock(&shared);
+        let Some(entry) = state.awaiting_turn.remove(&id) else { return };
+        if entry.cancelled.load(Ordering::Acquire) || state.shutdown {
+            drop(state);
+            return finish_cancelled(&shared, entry);
+        }
+        state.enqueue(entry);
+        state.split_waiting = false;
+        let wake = state.idle > 0;
+        drop(state);
+        if wake {
+            shared.work_ready.notify_one();
+        }
+    })
 }
 
 /// Runs the rest of a job that may block for any time (a FIFO waiting for a writer) on
