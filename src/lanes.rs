@@ -174,9 +174,11 @@ pub fn pool(lane: Option<u64>) -> &'static Pool {
     let mut lanes = lanes();
     let lanes = lanes.get_or_insert_with(HashMap::new);
     // A lane made for an earlier mount with this id: the new mount gets a lane of its
-    // own; the old one's workers finish what they hold and idle.
+    // own; the old one's workers finish what they hold, and all but one end.
     if lanes.get(&mount).is_some_and(|lane| point.is_some() && lane.point.is_some() && lane.point != point) {
-        lanes.remove(&mount);
+        if let Some(old) = lanes.remove(&mount) {
+            old.pool.retire();
+        }
     }
     lanes.entry(mount).or_insert_with(|| {
         let pool = Pool::for_lane(mount, FIRST_THREADS, global().chunk_size(), lane_threads());

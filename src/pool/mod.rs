@@ -197,6 +197,17 @@ impl Pool {
         pool
     }
 
+    /// A lane no new request will reach (its mount id now names another mount,
+    /// [`crate::lanes`]): once idle it goes down to one worker, not its first ones,
+    /// giving the rest back to the lanes' budget. One stays for whatever it still holds
+    /// or gets back (a write whose turn comes, a read its caller lends memory).
+    pub fn retire(&self) {
+        let mut state = self.lock();
+        state.shrink_idle_to = Some(1);
+        drop(state);
+        self.shared.work_ready.notify_all();
+    }
+
     /// The number of workers the pool has, or is about to have.
     pub fn target_threads(&self) -> usize {
         self.lock().target_threads

@@ -641,3 +641,23 @@ fn dropping_the_pool_cancels_waiting_jobs_and_joins_workers() {
     let events: Vec<_> = rx.try_iter().collect();
     assert_eq!(events, [("busy", "step"), ("busy", "complete")]);
 }
+
+#[test]
+fn a_retired_lane_goes_down_to_one_worker_once_idle_and_gives_the_rest_back() {
+    let budget: &'static budget::ThreadBudget = Box::leak(Box::new(budget::ThreadBudget::new(64)));
+    let pool = Pool::for_lane(7, 4, 100, budget);
+    assert_eq!((pool.target_threads(), budget.in_use()), (4, 4));
+    let (tx, rx) = mpsc::channel();
+    pool.submit(job("before", 1, &tx));
+    assert_eq!(recv(&rx), ("before", "step"));
+    pool.retire();
+    let deadline = Instant::now() + LANE_IDLE_AFTER * 5;
+    while pool.target_threads() > 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!((pool.target_threads(), budget.in_use()), (1, 1), "one worker left, three given back");
+    // What it still gets is served by that one.
+    pool.submit(job("after", 2, &tx));
+    let events: Vec<_> = (0..4).map(|_| recv(&rx)).collect();
+    assert!(events.contains(&("after", "complete")), "{events:?}");
+}
