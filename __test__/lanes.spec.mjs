@@ -361,6 +361,11 @@ fuseTest('five hung FUSE mounts hold 64 lane threads between them at most, the p
   // lane made once they are taken (it could finish nothing without), and a few for
   // whatever else starts meanwhile.
   t.true(grown <= 64 + 5 + 3, `${grown} more threads with five mounts hung, 100 requests each (their lanes' threads: ${lanes.join(', ')})`)
+  // One lane holds half of what the others leave at most: the first hung mount left
+  // room for the next ones to grow.
+  t.log(`lanes' threads: ${lanes.join(', ')}`)
+  t.true(Math.max(...lanes) <= 32, `no lane took more than half the cap (${lanes.join(', ')})`)
+  t.true(lanes.filter((n) => n > 4).length >= 2, `more than one hung mount's lane grew (${lanes.join(', ')})`)
   t.deepEqual(outcomes, hung.map(() => 'done'), 'once the daemons answer, the requests on them complete')
 })
 

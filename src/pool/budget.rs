@@ -5,6 +5,11 @@
 //! Each pool that shares a budget asks it before it grows ([`ThreadBudget::resize`])
 //! and gives threads back as it shrinks. A pool always keeps one worker, even past the
 //! cap: a lane with none could never finish what it was given.
+//!
+//! A pool grows to at most half of what the others leave under the cap. Threads stuck
+//! on a hung mount never come back, so without that the first hung mount would take
+//! the whole cap and every later slow mount would have one worker; with it, the first
+//! holds at most 32 of 64, the next 16, and so on.
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 
@@ -35,8 +40,8 @@ impl ThreadBudget {
     }
 
     /// A pool holding `from` threads wants `to`: what it may have. Shrinking gives the
-    /// difference back; growing takes what is left under the cap, at least enough for
-    /// one worker.
+    /// difference back; growing takes what is left under the cap, up to half of what
+    /// the other pools leave, at least enough for one worker.
     pub fn resize(&self, from: usize, to: usize) -> usize {
         if to <= from {
             self.in_use.fetch_sub(from - to, Ordering::AcqRel);
@@ -44,8 +49,11 @@ impl ThreadBudget {
         }
         let mut used = self.in_use.load(Ordering::Acquire);
         loop {
-            let free = self.cap().saturating_sub(used);
-            let granted = (to - from).min(free).max(1usize.saturating_sub(from));
+            let cap = self.cap();
+            let free = cap.saturating_sub(used);
+            let others = used.saturating_sub(from);
+            let share = (cap.saturating_sub(others) / 2).saturating_sub(from);
+            let granted = (to - from).min(free).min(share).max(1usize.saturating_sub(from));
             if granted == 0 {
                 return from;
             }
@@ -63,19 +71,37 @@ mod tests {
 
     #[test]
     fn pools_grow_within_the_cap_together_and_give_back_as_they_shrink() {
-        let b = ThreadBudget::new(10);
+        let b = ThreadBudget::new(16);
         let first = b.resize(0, 4);
         let mut second = b.resize(0, 4);
         assert_eq!((first, second), (4, 4));
         second = b.resize(second, 64);
-        assert_eq!(second, 6, "what is left under the cap");
-        let third = b.resize(0, 4);
-        assert_eq!(third, 1, "a new pool gets one worker past the cap");
-        assert_eq!(b.in_use(), 11);
-        assert_eq!(b.resize(first, 5), first, "none left to grow by");
+        assert_eq!(second, 6, "half of what the first leaves under the cap");
+        let mut third = b.resize(0, 4);
+        assert_eq!(third, 3, "half of what the other two leave");
+        third = b.resize(third, 8);
+        assert_eq!(third, 3, "no more than that");
+        let fourth = b.resize(0, 4);
+        assert_eq!(fourth, 1, "half of the one left");
+        assert_eq!(b.in_use(), 14);
         assert_eq!(b.resize(second, 4), 4);
-        assert_eq!(b.in_use(), 9, "a pool that shrinks gives its threads back");
-        assert_eq!(b.resize(first, 8), 5, "which another may take, up to the cap");
+        assert_eq!(b.in_use(), 12, "a pool that shrinks gives its threads back");
+        assert_eq!(b.resize(fourth, 64), 2, "which another may take, up to its half");
+        let full = ThreadBudget::new(2);
+        assert_eq!(full.resize(0, 4), 1);
+        assert_eq!(full.resize(0, 4), 1);
+        assert_eq!(full.resize(0, 4), 1, "a new pool gets one worker past the cap");
+        assert_eq!(full.in_use(), 3);
+    }
+
+    #[test]
+    fn a_lone_pool_takes_half_the_cap_and_a_later_one_half_of_the_rest() {
+        let b = ThreadBudget::new(64);
+        let hung = b.resize(0, 4);
+        let hung = b.resize(hung, 100);
+        assert_eq!(hung, 32);
+        let next = b.resize(0, 4);
+        assert_eq!(b.resize(next, 100), 16, "a mount hung first leaves the next one a quarter of the cap");
     }
 }
 
