@@ -418,7 +418,11 @@ mod tests {
         let lane = stats().into_iter().find(|l| l.mount == MOUNT).unwrap();
         assert!(lane.threads > FIRST_THREADS, "100 queued: grown at once");
         let others = threads_in_use() - lane.threads;
-        assert!(lane.threads <= (max_threads() - others) / 2, "{} threads: half of what the other lanes leave at most", lane.threads);
+        assert!(
+            lane.threads <= (max_threads() - others) / 2,
+            "{} threads: half of what the other lanes leave at most",
+            lane.threads
+        );
         assert!(lane.threads >= max_threads() / 4, "{} threads: grown to its share", lane.threads);
         // The process-wide pool is untouched by the lane's blocked requests.
         assert_eq!(crate::pool::global().stats().threads, crate::pool::DEFAULT_THREADS);

@@ -200,6 +200,11 @@ impl<T> FairQueue<T> {
         Some(Flow { item, turn: Turn { deficit: self.quantum, is_new: false, key: Some(key), early: true } })
     }
 
+    /// Whether [`Self::pop_early`] would find a request satisfying `ok`.
+    pub fn has_early(&self, mut ok: impl FnMut(&T) -> bool) -> bool {
+        self.followers > 0 && self.keyed.values().any(|f| f.head_out && f.waiting.front().is_some_and(&mut ok))
+    }
+
     /// Checks out the request that should read next. A flow whose credit ran out
     /// (a step bigger than the quantum, or a smaller quantum since) gets another
     /// quantum and goes to the back of the line instead.

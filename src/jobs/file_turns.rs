@@ -97,6 +97,19 @@ impl Default for FileTurns {
 }
 
 impl Turn {
+    /// Whether the turn in `held` is the writer's now; the first time (`held` empty),
+    /// asks for the turn at the file `key` names.
+    pub fn ask(held: &mut Option<Turn>, turns: &Arc<FileTurns>, key: impl FnOnce() -> u64) -> bool {
+        match held {
+            Some(turn) => turn.is_mine(),
+            None => {
+                let (turn, mine) = FileTurns::enter(turns, key());
+                *held = Some(turn);
+                mine
+            }
+        }
+    }
+
     /// Whether the turn is this writer's now.
     pub fn is_mine(&self) -> bool {
         self.turns.lock().get(&self.key).is_some_and(|line| line.holder == self.id)

@@ -10,7 +10,7 @@ use crate::memory::borrowed::Borrowed;
 use crate::pool::{Pool, Ticket};
 use crate::write::{FileWrite, Target, WriteLimits};
 
-use super::file_turns::{turns, FileTurns, Resume, Turn};
+use super::file_turns::{turns, Resume, Turn};
 use super::write_flow::{file_flow, spelling_flow};
 
 /// What a write delivers: done, or why not.
@@ -155,22 +155,14 @@ impl<F> WriteFileJob<F> {
     /// the path leads may wait on the file system), asks for it. Before anything is
     /// opened, so that two writes to one file never truncate under each other.
     fn my_turn(&mut self) -> bool {
-        let turn = match &self.turn {
-            Some(turn) => turn,
-            None => {
-                let path = self.write.path().expect("a path's write");
-                // Where that cannot be told, its spelling: the open fails, or meets only
-                // writes through that spelling.
-                let key = file_flow(path).unwrap_or(self.path_flow.unwrap_or_default());
-                let (turn, mine) = FileTurns::enter(turns(), key);
-                self.turn = Some(turn);
-                self.waiting = !mine;
-                return mine;
-            }
-        };
-        // Put back by the turn's end, or handed back by set_aside: it is its own now.
-        self.waiting = !turn.is_mine();
-        !self.waiting
+        let (write, spelling) = (&self.write, self.path_flow.unwrap_or_default());
+        // Where the file cannot be told, its spelling: the open fails, or meets only
+        // writes through that spelling.
+        let mine =
+            Turn::ask(&mut self.turn, turns(), || file_flow(write.path().expect("a path's write")).unwrap_or(spelling));
+        // Later asks: put back by the turn's end, or handed back by set_aside.
+        self.waiting = !mine;
+        mine
     }
 }
 

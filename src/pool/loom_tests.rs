@@ -444,14 +444,7 @@ struct TurnProbe {
 
 impl Job for TurnProbe {
     fn step(&mut self) -> Step {
-        let mine = match &self.turn {
-            None => {
-                let (turn, mine) = crate::jobs::file_turns::FileTurns::enter(&self.turns, 1);
-                self.turn = Some(turn);
-                mine
-            }
-            Some(turn) => turn.is_mine(),
-        };
+        let mine = crate::jobs::file_turns::Turn::ask(&mut self.turn, &self.turns, || 1);
         self.waiting = !mine;
         if !mine {
             return Step { bytes: 0, done: false };

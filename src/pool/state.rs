@@ -203,6 +203,12 @@ impl State {
         let next = if large_ok { self.queue.pop() } else { self.queue.pop_where(|e| !e.job.is_large()) };
         next.or_else(|| self.queue.pop_early(|e| (large_ok || !e.job.is_large()) && !e.job.in_order()))
     }
+
+    /// Whether a free worker would find something to take ([`Self::take`]).
+    pub(super) fn takeable(&self) -> bool {
+        let large_ok = self.large_ok();
+        !self.queue.is_empty() || self.queue.has_early(|e| (large_ok || !e.job.is_large()) && !e.job.in_order())
+    }
 }
 
 /// What the pool's handle and its workers share.

@@ -143,7 +143,8 @@ fn a_free_worker_starts_a_streams_next_block_while_its_first_is_read() {
     pool.submit(Box::new(KeyedFake(second, 5)));
     // The first block holds one worker; the other, with nothing else to read, reads
     // the second to its end meanwhile (put back after its first step, it is started
-    // early again).
+    // early again). The two submits may both find a worker spinning, and send no
+    // wake-up: the one that takes the first block must wake the other for the second.
     assert_eq!(recv(&rx), ("second", "step"));
     assert_eq!(recv(&rx), ("second", "step"));
     assert_eq!(recv(&rx), ("second", "complete"));

@@ -160,6 +160,12 @@ pub(super) fn lend_to(shared: &Shared, id: u64, memory: Option<Lent>) -> bool {
     let mut state = lock(shared);
     let Some(mut entry) = state.awaiting_memory.remove(&id) else { return false };
     entry.job.lend(memory);
+    put_back(shared, state, entry);
+    true
+}
+
+/// Returns a request that was set aside to the queue, waking an idle worker for it.
+fn put_back(shared: &Shared, mut state: MutexGuard<'_, State>, entry: Entry) {
     state.enqueue(entry);
     state.split_waiting = false;
     let wake = state.idle > 0;
@@ -167,7 +173,6 @@ pub(super) fn lend_to(shared: &Shared, id: u64, memory: Option<Lent>) -> bool {
     if wake {
         shared.work_ready.notify_one();
     }
-    true
 }
 
 /// What puts request `id`, set aside for its turn ([`Wait::Turn`]), back in the queue:
@@ -181,13 +186,7 @@ fn resumer(shared: &Arc<Shared>, id: u64) -> crate::job::Resume {
             drop(state);
             return finish_cancelled(&shared, entry);
         }
-        state.enqueue(entry);
-        state.split_waiting = false;
-        let wake = state.idle > 0;
-        drop(state);
-        if wake {
-            shared.work_ready.notify_one();
-        }
+        put_back(&shared, state, entry);
     })
 }
 

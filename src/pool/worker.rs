@@ -98,8 +98,10 @@ fn worker(shared: Arc<Shared>) {
             state.large_clock.start(Instant::now());
         }
         state.large_busy += large as usize;
-        // More waiting than this worker takes: wake one more, which does the same.
-        if !state.queue.is_empty() && state.idle > 0 {
+        // More waiting than this worker takes: wake one more, which does the same. A
+        // stream's next block counts: the submit that queued it may have found this
+        // worker spinning, and sent no wake-up.
+        if state.idle > 0 && state.takeable() {
             shared.work_ready.notify_one();
         }
         // Split a request only for workers that would otherwise have nothing to do:
