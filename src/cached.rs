@@ -74,7 +74,7 @@ pub fn stat_cached(path: &CStr, follow: bool) -> Option<Result<crate::sys::StatS
             Ok(fd) => fd,
             Err(miss) => return Some(Err(miss)),
         };
-        let slots = on_local(probe, Use::Metadata, || sys::stat(sys::Target::Fd(probe)).ok()).flatten();
+        let slots = crate::locality::stat_if_local(probe);
         // An O_PATH fd has no file operations: closing it never reaches the file system.
         let _ = sys::close(probe);
         slots.map(Ok)

@@ -53,15 +53,31 @@ pub fn allows(mount: u64) -> bool {
 /// Runs `calls` (calling-thread calls on a file of `mount`) and notes how long they took,
 /// if they waited (a thread that cannot tell is taken to have waited).
 pub fn timed<T>(mount: u64, calls: impl FnOnce() -> T) -> T {
-    let switches = crate::sys::voluntary_switches();
-    let start = Instant::now();
+    let watch = Stopwatch::start();
     let result = calls();
-    let mut took = start.elapsed();
-    if took > SLOW && switches.is_some() && crate::sys::voluntary_switches() == switches {
-        took = SLOW; // preempted, not waiting: quick as far as the mount is concerned
-    }
-    note(mount, took, Instant::now());
+    watch.stop(mount);
     result
+}
+
+/// [`timed`] for calls made before their mount is known (the `statx` that names it).
+pub struct Stopwatch {
+    switches: Option<libc::c_long>,
+    start: Instant,
+}
+
+impl Stopwatch {
+    pub fn start() -> Self {
+        Stopwatch { switches: crate::sys::voluntary_switches(), start: Instant::now() }
+    }
+
+    /// The calls since the start were on `mount`: noted as [`timed`] notes them.
+    pub fn stop(self, mount: u64) {
+        let mut took = self.start.elapsed();
+        if took > SLOW && self.switches.is_some() && crate::sys::voluntary_switches() == self.switches {
+            took = SLOW; // preempted, not waiting: quick as far as the mount is concerned
+        }
+        note(mount, took, Instant::now());
+    }
 }
 
 fn note(mount: u64, took: Duration, now: Instant) {

@@ -22,7 +22,7 @@ mod probation;
 mod table;
 mod watch;
 
-pub use guard::{timed, SLOW_CALLS};
+pub use guard::{timed, Stopwatch, SLOW_CALLS};
 
 use crate::sys::{self, Fd};
 use table::Probe;
@@ -43,6 +43,27 @@ pub enum Use {
 pub fn local_mount(fd: Fd, to: Use) -> Option<u64> {
     let mount = local_id(fd)?;
     (guard::allows(mount) && (to == Use::Metadata || probation::trusted(mount))).then_some(mount)
+}
+
+/// `fd`'s [`crate::sys::stat`] if the calling thread may use it as [`local_mount`]
+/// says, timed as [`timed`] times: where the table lets `statx` name mounts, one call
+/// asks both, the mount id and the stat (a local mount answers `AT_STATX_DONT_SYNC`
+/// as it answers a stat, and a remote one's answer is not used); else the mount first.
+pub fn stat_if_local(fd: Fd) -> Option<sys::StatSlots> {
+    let table = watch::current()?;
+    if table.probe == Probe::Statx {
+        let watch = Stopwatch::start();
+        if let Some((slots, mount)) = sys::stat_fd_and_mount(fd) {
+            if !(table.is_local(mount) && guard::allows(mount)) {
+                return None;
+            }
+            watch.stop(mount);
+            return Some(slots);
+        }
+    }
+    drop(table);
+    let mount = local_mount(fd, Use::Metadata)?;
+    timed(mount, || sys::stat(sys::Target::Fd(fd)).ok())
 }
 
 /// A pool thread opened `fd`, which took `took`: quick opens on a local mount earn it

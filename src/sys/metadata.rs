@@ -243,25 +243,50 @@ fn statx(target: Target) -> Result<Option<StatSlots>, FsError> {
         Target::Link(p) => (libc::AT_FDCWD, p, libc::AT_SYMLINK_NOFOLLOW),
         Target::Fd(fd) => (fd, EMPTY, libc::AT_EMPTY_PATH),
     };
-    // STATX_BASIC_STATS | STATX_BTIME, as libuv asks.
-    let mask: libc::c_uint = 0xFFF;
+    match statx_call(dirfd, path, flags, STATX_AS_LIBUV) {
+        Ok(sx) => Ok(Some(slots_of(&sx))),
+        Err(libc::ENOSYS | libc::EINVAL | libc::EPERM | libc::EOPNOTSUPP) => {
+            NO_STATX.store(true, Ordering::Relaxed);
+            Ok(None)
+        }
+        Err(e) => Err(FsError::new(e, target.syscall())),
+    }
+}
+
+/// STATX_BASIC_STATS | STATX_BTIME, as libuv asks.
+#[cfg(target_os = "linux")]
+const STATX_AS_LIBUV: libc::c_uint = 0xFFF;
+
+/// `fd`'s [`stat`] and its mount's id in one `statx`, asked with `AT_STATX_DONT_SYNC`,
+/// which local file systems answer as they answer a plain stat (only network and FUSE
+/// mounts tell the two apart). `None` where either is refused.
+#[cfg(target_os = "linux")]
+pub fn stat_fd_and_mount(fd: Fd) -> Option<(StatSlots, u64)> {
+    let flags = libc::AT_EMPTY_PATH | libc::AT_STATX_DONT_SYNC;
+    let sx = statx_call(fd, c"", flags, STATX_AS_LIBUV | libc::STATX_MNT_ID).ok()?;
+    (sx.stx_mask & libc::STATX_MNT_ID != 0).then(|| (slots_of(&sx), sx.stx_mnt_id))
+}
+
+/// One `statx(2)`: what it filled, or its errno.
+#[cfg(target_os = "linux")]
+fn statx_call(dirfd: Fd, path: &CStr, flags: i32, mask: libc::c_uint) -> Result<libc::statx, i32> {
     let mut sx = MaybeUninit::<libc::statx>::zeroed();
     // SAFETY: `path` is NUL-terminated and `sx` is writable memory of statx's size;
     // the kernel only reads the path and writes `sx`.
     let r = unsafe { libc::syscall(libc::SYS_statx, dirfd, path.as_ptr(), flags, mask, sx.as_mut_ptr()) };
     if r < 0 {
-        let e = FsError::last(target.syscall());
-        if matches!(e.os, libc::ENOSYS | libc::EINVAL | libc::EPERM | libc::EOPNOTSUPP) {
-            NO_STATX.store(true, Ordering::Relaxed);
-            return Ok(None);
-        }
-        return Err(e);
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
     }
     // SAFETY: statx returned 0, so it filled `sx` (and it was zeroed before).
-    let sx = unsafe { sx.assume_init() };
+    Ok(unsafe { sx.assume_init() })
+}
+
+/// The slots of what `statx` filled.
+#[cfg(target_os = "linux")]
+fn slots_of(sx: &libc::statx) -> StatSlots {
     let dev = libc::makedev(sx.stx_dev_major, sx.stx_dev_minor);
     let rdev = libc::makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
-    Ok(Some([
+    [
         dev as i64,
         sx.stx_mode as i64,
         sx.stx_nlink as i64,
@@ -280,7 +305,7 @@ fn statx(target: Target) -> Result<Option<StatSlots>, FsError> {
         sx.stx_ctime.tv_nsec as i64,
         sx.stx_btime.tv_sec,
         sx.stx_btime.tv_nsec as i64,
-    ]))
+    ]
 }
 
 #[cfg(test)]
@@ -316,6 +341,21 @@ mod tests {
         assert_eq!(names, vec![(b"f".to_vec(), 1), (b"l".to_vec(), 3)], "sorted, typed, without . and ..");
         assert_eq!(scandir(&c(&file)).unwrap_err().os, libc::ENOTDIR);
         assert_eq!(access(&c(&dir.path().join("none")), libc::F_OK).unwrap_err().syscall, Syscall::Access);
+    }
+
+    /// The fast path's one statx gives the pool's stat and the mount id the lanes ask.
+    #[test]
+    #[cfg(all(target_os = "linux", not(fairfs_portable)))]
+    fn one_statx_gives_the_stat_and_the_mount() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"hello").unwrap();
+        let f = std::fs::File::open(&file).unwrap();
+        let (slots, mount) = stat_fd_and_mount(f.as_raw_fd()).expect("Linux 5.8+ names mounts");
+        assert_eq!(slots, stat(Target::Fd(f.as_raw_fd())).unwrap());
+        assert_eq!(Some(mount), crate::sys::mount_id(f.as_raw_fd()));
+        assert_eq!(stat_fd_and_mount(-1), None);
     }
 
     /// The one-walk realpath gives what realpath(3) gives, result or error, on every

@@ -40,6 +40,8 @@ use std_io as imp;
 #[cfg(all(unix, not(fairfs_portable)))]
 use unix as imp;
 
+#[cfg(target_os = "linux")]
+pub use metadata::stat_fd_and_mount;
 #[cfg(unix)]
 pub use metadata::{access, realpath, scandir, stat, StatSlots, Target};
 
