@@ -150,6 +150,12 @@ export declare function mutatePath(kind: number, path: string | Uint8Array, dest
 export declare function newFlow(): number
 
 /**
+ * Wakes the process-wide pool for the queries this turn of the event loop submitted
+ * ([`submit_query_on`]): the JS side calls it once a turn that made any.
+ */
+export declare function nudgePool(): void
+
+/**
  * node:fs opened `fd` for reading for a caller, answering in `took_ms`: how a mount
  * earns the calling thread's opens when its files are opened through node:fs
  * (`cached::observe_pool_open`; the time includes libuv's queue, so it can only

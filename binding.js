@@ -853,6 +853,7 @@ module.exports.fstatFd = nativeBinding.fstatFd
 module.exports.init = nativeBinding.init
 module.exports.mutatePath = nativeBinding.mutatePath
 module.exports.newFlow = nativeBinding.newFlow
+module.exports.nudgePool = nativeBinding.nudgePool
 module.exports.observeOpen = nativeBinding.observeOpen
 module.exports.openCached = nativeBinding.openCached
 module.exports.openForCallerCached = nativeBinding.openForCallerCached

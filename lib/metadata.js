@@ -13,7 +13,7 @@ const { Buffer } = require('node:buffer')
 const nodeFs = require('node:fs')
 
 const { Dirent } = nodeFs
-const { binding, track, nativeError, statsOfBatch, pilingUp, later } = require('./native')
+const { binding, trackQuery: track, nativeError, statsOfBatch, pilingUp, later } = require('./native')
 const { acceptedPath } = require('./args')
 const { statsFromSlots, bigIntStatsFromSlots } = require('./stats-object')
 const { hold } = require('./filehandle')

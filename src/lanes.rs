@@ -228,6 +228,20 @@ pub fn submit_many(lane: Option<u64>, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
     tickets
 }
 
+/// [`submit_many`] owing the wake-up to [`nudge`] where that is the process-wide
+/// pool's; a lane wakes its workers at once (its requests wait on a server anyway).
+pub fn submit_many_quietly(lane: Option<u64>, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
+    match lane {
+        None => global().submit_many_quietly(jobs),
+        Some(_) => submit_many(lane, jobs),
+    }
+}
+
+/// Wakes the process-wide pool for what quiet submits queued.
+pub fn nudge() {
+    global().nudge();
+}
+
 /// Cancels `tickets`, each in its own lane's pool.
 pub fn cancel_many(tickets: &[Ticket]) {
     let mut by_lane: HashMap<Option<u64>, Vec<Ticket>> = HashMap::new();

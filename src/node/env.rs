@@ -207,7 +207,15 @@ pub(super) fn init_env(env: Env, on_complete: Function<Batch, ()>, max_length: f
 /// around its delivery callback, to `lane`'s pool ([`crate::lanes`]; `None`: the
 /// process-wide pool).
 pub(super) fn submit_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
-    submit_jobs_on(env, lane, |deliver, _| vec![make(deliver)])
+    register(env, lane, false, |deliver, _| vec![make(deliver)])
+}
+
+/// [`submit_on`] for a query (a stat, an access check, a listing), whose wake-up of
+/// the process-wide pool waits for the JS side's next `nudgePool()`: called once a
+/// turn of the event loop, it wakes the pool once for every call the turn made. A
+/// write wakes it at once: it must run even if the process exits in this turn.
+pub(super) fn submit_query_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
+    register(env, lane, true, |deliver, _| vec![make(deliver)])
 }
 
 /// Registers one request whose outcome is delivered once, through the callback
@@ -223,6 +231,15 @@ pub(super) fn submit_jobs_on(
     lane: Option<u64>,
     make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>,
 ) -> Result<f64> {
+    register(env, lane, false, make)
+}
+
+fn register(
+    env: &Env,
+    lane: Option<u64>,
+    quietly: bool,
+    make: impl FnOnce(Deliver, MemoryAsker) -> Vec<Box<dyn Job>>,
+) -> Result<f64> {
     let st = state(env)?;
     crate::policy::loop_cpu::note_loop_cpu();
     let id = st.next_id;
@@ -230,7 +247,9 @@ pub(super) fn submit_jobs_on(
     let (sink, asking) = (st.sink.clone(), st.sink.clone());
     let deliver: Deliver = Box::new(move |delivered| sink.deliver(id, delivered));
     let ask: MemoryAsker = Box::new(move |size| asking.deliver(id, Delivered::WantsMemory(size)));
-    let tickets = crate::lanes::submit_many(lane, make(deliver, ask));
+    let jobs = make(deliver, ask);
+    let tickets =
+        if quietly { crate::lanes::submit_many_quietly(lane, jobs) } else { crate::lanes::submit_many(lane, jobs) };
     st.pending.insert(id, tickets);
     set_referenced(env, st, true)?;
     Ok(id as f64)

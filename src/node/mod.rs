@@ -584,6 +584,13 @@ pub fn stat_cached(
     })
 }
 
+/// Wakes the process-wide pool for the queries this turn of the event loop submitted
+/// ([`submit_query_on`]): the JS side calls it once a turn that made any.
+#[napi]
+pub fn nudge_pool() {
+    crate::lanes::nudge();
+}
+
 /// `fstat` of an fd on the pool, as [`stat_path`] answers (a FileHandle's `stat()`).
 #[cfg(unix)]
 #[napi]
@@ -638,7 +645,7 @@ fn submit_query(env: &Env, query: Query, bigint: bool) -> Result<f64> {
         }
         Query::Fstat(fd) => crate::lanes::of_fd(*fd),
     };
-    submit_on(env, lane, |deliver| {
+    submit_query_on(env, lane, |deliver| {
         query.into_job(move |answer| {
             deliver(match answer {
                 None => Delivered::Cancelled,

@@ -433,6 +433,29 @@ fn loom_submit_races_with_a_spinning_worker() {
     });
 }
 
+/// A quiet submit (no wake-up) and the nudge the event loop owes for it, while the only
+/// worker may be spinning, giving its spin up or asleep: the request runs. The worker
+/// must not sleep through the nudge, nor the nudge miss a worker about to sleep.
+#[test]
+fn loom_a_quiet_submit_runs_once_nudged() {
+    loom::model(|| {
+        let pool = Pool::new(1, 1);
+        let first = Arc::new(AtomicUsize::new(0));
+        let second = Arc::new(AtomicUsize::new(0));
+        pool.submit(Box::new(Probe { steps: 1, ended: first.clone() }));
+        while first.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        pool.submit_many_quietly(vec![Box::new(Probe { steps: 1, ended: second.clone() })]);
+        pool.nudge();
+        while second.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        drop(pool);
+        assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
+    });
+}
+
 /// A whole-file write's turn as `WriteFileJob` takes it: asked for on its first step;
 /// while another holds it, the job waits out of the queue ([`Wait::Turn`]).
 struct TurnProbe {

@@ -225,6 +225,28 @@ impl Pool {
 
     /// Queues several jobs under one lock acquisition, in order.
     pub fn submit_many(&self, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
+        self.queue_many(jobs, true)
+    }
+
+    /// [`Pool::submit_many`] without waking a worker: the caller owes the pool a
+    /// [`Pool::nudge`] soon. An event loop making many calls in one turn wakes the pool
+    /// once for them all, not once a call (a futex wake-up each, on its own thread).
+    pub fn submit_many_quietly(&self, jobs: Vec<Box<dyn Job>>) -> Vec<Ticket> {
+        self.queue_many(jobs, false)
+    }
+
+    /// Wakes a worker if work waits that no worker is awake to take: what quiet
+    /// submits left owed. Workers pass the baton on from there.
+    pub fn nudge(&self) {
+        let state = self.lock();
+        let wake = state.idle > 0 && state.spinning == 0 && state.takeable();
+        drop(state);
+        if wake {
+            self.shared.work_ready.notify_one();
+        }
+    }
+
+    fn queue_many(&self, jobs: Vec<Box<dyn Job>>, wake_now: bool) -> Vec<Ticket> {
         let mut tickets = Vec::with_capacity(jobs.len());
         let mut state = self.lock();
         if state.shutdown {
@@ -267,7 +289,7 @@ impl Pool {
             self.shared.submitted.fetch_add(1, Ordering::Release);
         }
         // A spinning worker takes it without one.
-        let wake = queued && state.idle > 0 && state.spinning == 0;
+        let wake = wake_now && queued && state.idle > 0 && state.spinning == 0;
         drop(state);
         // Workers pass the baton on while work remains, so one wake-up is enough.
         if wake {
