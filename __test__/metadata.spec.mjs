@@ -280,6 +280,27 @@ test('a rejected promise shows its async caller in the stack, as node:fs does', 
   t.regex(ours.stack, /at async callerOfOurs/)
 })
 
+test.serial("a callback's error has node:fs's stack, the message alone, whatever Error.stackTraceLimit is, and leaves it as it was", async (t) => {
+  // A name of its own: a later test needs targets.missing unknown to the dentry cache.
+  const missing = `${targets.missing}-for-stacks`
+  const viaCb = (fn) => new Promise((resolve) => fn((e) => resolve(e)))
+  const limit = Error.stackTraceLimit
+  t.teardown(() => Object.defineProperty(Error, 'stackTraceLimit', { value: limit, writable: true, configurable: true, enumerable: true }))
+  for (const setting of [limit, 50, 0, 'frozen']) {
+    if (setting === 'frozen') Object.defineProperty(Error, 'stackTraceLimit', { value: 7, writable: false, configurable: true })
+    else Error.stackTraceLimit = setting
+    const before = Error.stackTraceLimit
+    for (const call of [(cb) => fairfs.stat(missing, cb), (cb) => fairfs.access(missing, cb), (cb) => fairfs.readdir(missing, cb)]) {
+      const ours = await viaCb(call)
+      t.is(ours.stack, `Error: ${ours.message}`, `stackTraceLimit ${setting}`)
+      t.is(Error.stackTraceLimit, before, 'left as it was')
+    }
+    const theirs = await viaCb((cb) => node.stat(missing, cb))
+    const ours = await viaCb((cb) => fairfs.stat(missing, cb))
+    t.deepEqual({ ...describeError(ours), stack: ours.stack }, { ...describeError(theirs), stack: theirs.stack })
+  }
+})
+
 posixOnly(noPoolMetadata, nativeOnly(test.serial))('a cached stat is answered on the calling thread where Linux can; fastPath: false, a miss and an error go to the pool', async (t) => {
   const [major, minor] = (await import('node:os')).release().split('.').map(Number)
   // qemu-user does not emulate openat2, and a portable build has no fast path.

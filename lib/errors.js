@@ -5,6 +5,7 @@
 const { inspect } = require('node:util')
 const { join } = require('node:path')
 const { Buffer } = require('node:buffer')
+const { startupSnapshot } = require('node:v8')
 
 /** Sets `code` and shows it in the stack header the way Node's internal errors do. */
 function withCode(err, code) {
@@ -101,7 +102,12 @@ function uvError([errno, syscall], path, dest) {
   const [code, description] = systemErrors.get(errno) ?? [unknown, unknown]
   const withPath = kTakesPath.has(syscall) && path !== undefined
   const withDest = withPath && dest !== undefined
+  // As node's uvException: no stack is captured here (2–3 µs a miss), the stack is the message.
+  const limit = Error.stackTraceLimit
+  const quiet = stackTraceLimitWritable()
+  if (quiet) Error.stackTraceLimit = 0
   const err = new Error(`${code}: ${description}, ${syscall}${withPath ? ` '${path}'` : ''}${withDest ? ` -> '${dest}'` : ''}`)
+  if (quiet) Error.stackTraceLimit = limit
   err.errno = errno
   err.code = code
   err.syscall = syscall
@@ -110,6 +116,14 @@ function uvError([errno, syscall], path, dest) {
   // node:fs makes these errors in C++, outside any JS frame: its stack is the message.
   err.stack = `Error: ${err.message}`
   return err
+}
+
+/** node's isErrorStackTraceLimitWritable: whether Error.stackTraceLimit may be set for a while. */
+function stackTraceLimitWritable() {
+  if (startupSnapshot?.isBuildingSnapshot?.()) return false
+  const desc = Object.getOwnPropertyDescriptor(Error, 'stackTraceLimit')
+  if (desc === undefined) return Object.isExtensible(Error)
+  return Object.prototype.hasOwnProperty.call(desc, 'writable') ? desc.writable : desc.set !== undefined
 }
 
 function formatLimit(bytes) {
