@@ -16,7 +16,7 @@
 
 const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
-const { binding: native, track, nativeError } = require('./native')
+const { binding: native, track, nativeError, pilingUp, later, countedUntilCalled } = require('./native')
 const { validatePath, parseFileMode, stringToFlags, isInt32 } = require('./args')
 const { nodeServes } = require('./mocked')
 const { current: settings } = require('./settings')
@@ -162,6 +162,10 @@ function syncer(name, dataOnly) {
   }[name]
 }
 
+// close's callbacks, as node:fs calls them: `(null)` or `(err)`, one argument.
+const callOnlyNull = (callback) => callback(null)
+const callWithError = (callback, err) => callback(err)
+
 /** node:fs's default callback of `fs.close`: an error is thrown, uncaught. */
 function defaultCloseCallback(err) {
   if (err != null) throw err
@@ -171,13 +175,14 @@ function defaultCloseCallback(err) {
  * `fs.close(fd[, callback])`: after the fd's earlier writes. An fd opened for reading
  * only, of a file on a local mount, with none of fairfs's requests in flight, is
  * closed on this thread (a close that cannot wait, as a read stream's); the callback
- * still comes in a macrotask of its own, as node:fs's does.
+ * still comes in a macrotask of its own, as node:fs's does. With many calls in flight
+ * (pilingUp) it goes to the pool, whose threads close on the other cores.
  */
 function close(fd, callback = defaultCloseCallback) {
   if (!serves() || !isFd(fd) || typeof callback !== 'function') return Reflect.apply(node.close, this, arguments)
-  const closed = settings.fastPath && !busy.has(fd) ? native.closeReadOnlyCached(fd) : false
-  if (closed === true) return void setImmediate(() => callback(null))
-  if (closed) return void setImmediate(() => callback(nativeError(closed)))
+  const closed = settings.fastPath && !busy.has(fd) && !pilingUp() ? native.closeReadOnlyCached(fd) : false
+  if (closed === true) return void later(callOnlyNull, callback)
+  if (closed) return void later(callWithError, callback, nativeError(closed))
   submit(native.closeInOrder(fd), callback, undefined, () => callback(null))
 }
 
@@ -206,17 +211,18 @@ function open(path, flags, mode, callback) {
   if (readOnly(flagsNumber)) {
     // A regular file whose lookup is cached, on a local mount: opened on this thread,
     // the callback in a macrotask of its own. Anything else (a FIFO waits for a
-    // writer, a leased file for its lease) is node:fs's own open.
+    // writer, a leased file for its lease), and every open while many calls are in
+    // flight (they would queue on this thread), is node:fs's own open.
     if (!settings.fastPath) return Reflect.apply(node.open, this, arguments)
-    const fd = native.openForCallerCached(target.native, flagsNumber)
-    if (fd !== null) return void setImmediate(() => callback(null, fd))
+    const fd = pilingUp() ? null : native.openForCallerCached(target.native, flagsNumber)
+    if (fd !== null) return void later(callback, null, fd)
     // node:fs's open, timed: quick ones earn the mount this thread's opens.
     const started = performance.now()
     const args = [...arguments]
-    args[args.length - 1] = function (err, opened) {
+    args[args.length - 1] = countedUntilCalled(function (err, opened) {
       if (err == null) native.observeOpen(opened, performance.now() - started)
       return Reflect.apply(callback, this, arguments)
-    }
+    })
     return Reflect.apply(node.open, this, args)
   }
   submit(native.openPath(target.native, flagsNumber, mode), callback, target.display, (fd) => {

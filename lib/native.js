@@ -84,7 +84,18 @@ function censusLibuvThreads() {
 const kPileUp = 8
 /** Calls answered on this thread whose callbacks wait for their macrotask (later). */
 let answeredHere = 0
-const pilingUp = () => inFlight.size - 1 + answeredHere >= kPileUp
+/** Calls fairfs handed to node:fs's own functions (an open of a file not known cached), in flight. */
+let withNode = 0
+const pilingUp = () => inFlight.size - 1 + answeredHere + withNode >= kPileUp
+
+/** `callback` counted as a call in flight (for pilingUp) until node:fs calls it. */
+function countedUntilCalled(callback) {
+  withNode++
+  return function () {
+    withNode--
+    return Reflect.apply(callback, this, arguments)
+  }
+}
 
 /** `fn(a, b)` in a macrotask of its own, as a pool completion comes: a loop of calls answered here must not starve timers and I/O. Counted for pilingUp meanwhile. */
 function later(fn, a, b) {
@@ -197,4 +208,4 @@ function nativeError(result, path, dest) {
   return typeof result[1] === 'number' ? fileTooLarge(result[0], result[1]) : uvError(result, path, dest)
 }
 
-module.exports = { binding, track, trackQuery, nativeError, statsOfBatch, pilingUp, later }
+module.exports = { binding, track, trackQuery, nativeError, statsOfBatch, pilingUp, later, countedUntilCalled }
