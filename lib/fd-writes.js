@@ -180,7 +180,7 @@ function defaultCloseCallback(err) {
  */
 function close(fd, callback = defaultCloseCallback) {
   if (!serves() || !isFd(fd) || typeof callback !== 'function') return Reflect.apply(node.close, this, arguments)
-  const closed = settings.fastPath && !busy.has(fd) && !pilingUp() ? native.closeReadOnlyCached(fd) : false
+  const closed = !busy.has(fd) && !pilingUp() && settings.fastPath ? native.closeReadOnlyCached(fd) : false
   if (closed === true) return void later(callOnlyNull, callback)
   if (closed) return void later(callWithError, callback, nativeError(closed))
   submit(native.closeInOrder(fd), callback, undefined, () => callback(null))

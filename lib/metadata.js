@@ -147,7 +147,8 @@ const kCachedBigInts = new BigInt64Array(18)
  */
 function submitStat(follow, target, bigint, done) {
   const slots = bigint ? kCachedBigInts : kCachedNumbers
-  const answer = settings.fastPath && !pilingUp() ? binding.statCached(target.native, follow, slots) : null
+  // pilingUp first: the setting is asked of the addon (a call into it).
+  const answer = !pilingUp() && settings.fastPath ? binding.statCached(target.native, follow, slots) : null
   if (answer === true) {
     // Read at once: the next call fills the same slots.
     return later(done, undefined, bigint ? bigIntStatsFromSlots(slots) : statsFromSlots(slots))
@@ -161,7 +162,7 @@ function submitStat(follow, target, bigint, done) {
  * blocking (as submitStat's), else by the pool: `done(error)` in a macrotask of its own.
  */
 function submitAccess(target, mode, done) {
-  const answer = settings.fastPath && !pilingUp() ? binding.accessCached(target.native, mode) : null
+  const answer = !pilingUp() && settings.fastPath ? binding.accessCached(target.native, mode) : null
   if (answer === true) return later(done)
   if (answer) return later(done, nativeError(answer, target.display))
   track(binding.accessPath(target.native, mode), (result) => done(result === undefined ? undefined : nativeError(result, target.display)))

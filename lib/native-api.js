@@ -124,7 +124,7 @@ function start(path, options, done, allowFd) {
     const flags = stringToFlags(options.flag, 'options.flag')
     const { native: nativePath, display } = validatePath(path)
     req.path = display
-    if (current.fastPath && flags === O_RDONLY && typeof nativePath === 'string' && !pilingUp()) {
+    if (flags === O_RDONLY && typeof nativePath === 'string' && !pilingUp() && current.fastPath) {
       const data = native.readCached(nativePath, flags, kFastPathMax, textWanted(encoding))
       if (typeof data === 'number') {
         // A FIFO or device it opened: the pool reads that fd (request `data`).
