@@ -2,9 +2,11 @@
 // pool path give the same results and errors; both are exercised.
 import test from 'ava'
 import fs from 'node:fs'
+import path from 'node:path'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { skipping } from './fixtures/slowfs.mjs'
 import { fairfs, nativeOnly, fastPathWorks, makeFile, tmpPath, bothCallback, bothPromise, fdsOpenOn } from './helpers.mjs'
 
@@ -279,6 +281,29 @@ nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off
     env: { ...process.env, FAIRFS_FAST_PATH: '0' },
   })
   t.is(String(child).trim(), 'false', 'FAIRFS_FAST_PATH=0 in the environment')
+})
+
+// Two routes, node:fs's order: an answer made on the calling thread waits for the
+// thread's queries on the pool made before it (lib/native.js, later).
+withFastPath("an lstat of a name the kernel has not cached, then one of a cached folder: they complete in call order, as on node:fs's one pool (tar's unpack beside fs.rm)", async (t) => {
+  const dir = path.dirname(makeFile(10).path)
+  fs.statSync(dir)
+  const store = new AsyncLocalStorage()
+  const before = fairfs.stats()
+  for (let round = 0; round < 20; round++) {
+    const order = []
+    const unseen = path.join(dir, `never-looked-up-${round}-${process.hrtime.bigint()}`)
+    await Promise.all([
+      new Promise((resolve) => fairfs.lstat(unseen, (err) => resolve(order.push(err?.code)))),
+      // Held until the first is back, it still runs in its caller's store.
+      new Promise((resolve) => store.run({ round }, () => fairfs.lstat(dir, (err, st) => resolve(order.push(st.isDirectory() && store.getStore()?.round === round ? 'dir' : err ?? 'another store'))))),
+      fairfs.promises.stat(dir).then((st) => order.push(st.isDirectory() ? 'dir again' : 'no')),
+    ])
+    t.deepEqual(order, ['ENOENT', 'dir', 'dir again'], `round ${round}`)
+  }
+  const after = fairfs.stats()
+  t.true(after.fastPathHits - before.fastPathHits >= 20, 'the folder answered on the calling thread')
+  t.true(after.completed - before.completed >= 20, 'the unseen names on the pool')
 })
 
 // Many calls at once: past a few in flight the calling thread's fast path steps aside

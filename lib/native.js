@@ -97,10 +97,48 @@ function countedUntilCalled(callback) {
   }
 }
 
-/** `fn(a, b)` in a macrotask of its own, as a pool completion comes: a loop of calls answered here must not starve timers and I/O. Counted for pilingUp meanwhile. */
+/**
+ * `fn(a, b)` in a macrotask of its own, as a pool completion comes: a loop of calls
+ * answered here must not starve timers and I/O. Counted for pilingUp meanwhile.
+ *
+ * An answer made here while this thread's queries made before it are on the
+ * process-wide pool (a stat of a name the kernel has not cached, say) waits for them,
+ * for kHoldAtMost ms at most: on node:fs's one pool the earlier call would complete
+ * first, and code racing a walk of its own (tar's unpack beside `fs.rm`) depends on
+ * that order. Queries in a lane (slow and hung mounts) hold nothing up, and the bound
+ * keeps a slow local disk from holding answers about cached files for long.
+ */
 function later(fn, a, b) {
   answeredHere++
-  setImmediate(runLater, fn, a, b)
+  if (queriesInFlight.size === 0 && held.length === 0) return void setImmediate(runLater, fn, a, b)
+  // Run in the caller's context when released, as setImmediate would have.
+  held.push(lastQuery, new Request(() => setImmediate(runLater, fn, a, b)))
+  holdTimer ??= setTimeout(releaseHeld, kHoldAtMost, true)
+}
+// Past a worker's wake-up on a busy machine (SCHED_BATCH, nice 5), short beside a slow disk's read.
+const kHoldAtMost = 20
+/** This thread's queries on the pool (trackQuery), oldest first, and the newest one's id. */
+const queriesInFlight = new Set()
+let lastQuery = -1
+/** Answers made here that wait for earlier queries: [last query before it, Request, ...]. */
+const held = []
+let holdTimer = null
+
+/** Releases, oldest first, the held answers no query in flight is older than (all of them once `timedOut`). */
+function releaseHeld(timedOut = false) {
+  if (timedOut === true) holdTimer = null
+  const oldest = queriesInFlight.size === 0 ? Infinity : queriesInFlight.values().next().value
+  let n = 0
+  while (n < held.length && (timedOut === true || held[n] < oldest)) n += 2
+  const released = held.splice(0, n)
+  if (held.length === 0 && holdTimer !== null) {
+    clearTimeout(holdTimer)
+    holdTimer = null
+  }
+  for (let i = 1; i < released.length; i += 2) {
+    released[i].runInAsyncScope(complete, released[i], undefined)
+    released[i].emitDestroy()
+  }
 }
 function runLater(fn, a, b) {
   answeredHere--
@@ -137,10 +175,12 @@ function deliver(batch, start) {
       request = inFlight.get(batch[i])
       if (request === undefined) continue
       inFlight.delete(batch[i])
+      if (queriesInFlight.size !== 0) queriesInFlight.delete(batch[i])
       request.runInAsyncScope(complete, request, batch[i + 1])
       request.emitDestroy()
     }
   } finally {
+    if (held.length !== 0) releaseHeld()
     if (i < batch.length) {
       request.emitDestroy()
       // A handler that threw in a domain left it active (see complete), for its error
@@ -182,13 +222,18 @@ function track(id, handler) {
 /**
  * track() for a query (stat, access, realpath, readdir): the binding queued it without
  * waking the pool, which is woken once, after this turn's calls (binding.nudgePool),
- * for all of them: 64 stats made in one turn cost one wake-up, not 64.
+ * for all of them: 64 stats made in one turn cost one wake-up, not 64. The binding
+ * negates the id of a query it sent to a lane (a slow or hung mount's pool): answers
+ * made here do not wait for those.
  */
 function trackQuery(id, handler) {
   if (!nudgeOwed) {
     nudgeOwed = true
     process.nextTick(nudgePool)
   }
+  if (id < 0) return track(-id, handler)
+  queriesInFlight.add(id)
+  lastQuery = id
   return track(id, handler)
 }
 let nudgeOwed = false

@@ -214,6 +214,7 @@ pub(super) fn submit_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver)
 /// the process-wide pool waits for the JS side's next `nudgePool()`: called once a
 /// turn of the event loop, it wakes the pool once for every call the turn made. A
 /// write wakes it at once: it must run even if the process exits in this turn.
+/// Returns the request's id, negated where the query went to a lane.
 pub(super) fn submit_query_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
     register(env, lane, true, |deliver, _| vec![make(deliver)])
 }
@@ -252,5 +253,7 @@ fn register(
         if quietly { crate::lanes::submit_many_quietly(lane, jobs) } else { crate::lanes::submit_many(lane, jobs) };
     st.pending.insert(id, tickets);
     set_referenced(env, st, true)?;
-    Ok(id as f64)
+    // A query's id is negative where it went to a lane: the JS side does not make
+    // calling-thread answers wait for it (lib/native.js, later), as it may never end.
+    Ok(if quietly && lane.is_some() { -(id as f64) } else { id as f64 })
 }
