@@ -283,6 +283,20 @@ nativeOnly(test.serial)('configure({ fastPath: false }) turns the fast paths off
   t.is(String(child).trim(), 'false', 'FAIRFS_FAST_PATH=0 in the environment')
 })
 
+// Writes in flight are not calls piling up on this thread (lib/native.js, trackWrite).
+withFastPath('a stat beside ten whole-file writes in flight is still answered on the calling thread', async (t) => {
+  const { path: file } = makeFile(10)
+  fs.statSync(file)
+  const big = Buffer.alloc(4 << 20, 'b')
+  const writes = Array.from({ length: 10 }, (_, i) => fairfs.promises.writeFile(tmpPath(`beside-${i}`), big))
+  const before = fairfs.stats().fastPathHits
+  const st = await fairfs.promises.stat(file)
+  const hits = fairfs.stats().fastPathHits - before
+  await Promise.all(writes)
+  t.is(st.size, 10)
+  t.is(hits, 1, 'on the fast path, not behind the writes on the pool')
+})
+
 // Two routes, node:fs's order: an answer made on the calling thread waits for the
 // thread's queries on the pool made before it (lib/native.js, later).
 withFastPath("an lstat of a name the kernel has not cached, then one of a cached folder: they complete in call order, as on node:fs's one pool (tar's unpack beside fs.rm)", async (t) => {

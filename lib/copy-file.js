@@ -6,7 +6,7 @@
 // would refuse or read its own way) goes to node:fs's own function.
 
 const nodeFs = require('node:fs')
-const { binding, track, nativeError } = require('./native')
+const { binding, trackWrite: track, nativeError } = require('./native')
 const { acceptedPath } = require('./args')
 const { withCallerStack } = require('./errors')
 

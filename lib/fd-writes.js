@@ -16,7 +16,7 @@
 
 const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
-const { binding: native, track, nativeError, pilingUp, later, countedUntilCalled } = require('./native')
+const { binding: native, track, trackWrite, nativeError, pilingUp, later, countedUntilCalled } = require('./native')
 const { validatePath, parseFileMode, stringToFlags, isInt32 } = require('./args')
 const { nodeServes } = require('./mocked')
 const { current: settings } = require('./settings')
@@ -67,7 +67,7 @@ const busy = new Map()
 /** submit() of a request on `fd`, counted in `busy` until its outcome is handed on. */
 function submitOn(fd, id, callback, display, value, ...failed) {
   busy.set(fd, (busy.get(fd) ?? 0) + 1)
-  track(id, (result) => {
+  trackWrite(id, (result) => {
     const left = busy.get(fd) - 1
     if (left === 0) busy.delete(fd)
     else busy.set(fd, left)

@@ -17,7 +17,7 @@
 
 const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
-const { binding: native, track, nativeError } = require('./native')
+const { binding: native, trackWrite: track, nativeError } = require('./native')
 const { getOptions, stringToFlags, validatePath, parseFileMode, validateBoolean, isInt32, isFileHandle, copyOptions } = require('./args')
 const { invalidArgType, outOfRange, AbortError, withCallerStack } = require('./errors')
 const { watchSignal, unwatchSignal } = require('./signals')

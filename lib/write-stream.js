@@ -25,7 +25,7 @@
 
 const { Buffer } = require('node:buffer')
 const fsModule = require('node:fs')
-const { binding: native, track, nativeError } = require('./native')
+const { binding: native, trackWrite: track, nativeError } = require('./native')
 const { primitives } = require('./fd-writes')
 const { nodeServes } = require('./mocked')
 const { withCode } = require('./errors')
