@@ -596,6 +596,14 @@ fuseTest('inode numbers of 2^63 and above: stat, lstat and FileHandle.stat give 
 const SCAN = 500
 /** How many fresh files fairfs reads, one after another, in each case. */
 const RUNS = 5
+/**
+ * Fresh files for up to this many tries of a scanner test: a JS thread that waits on
+ * the scanner stalls on every try (each open of a fresh file waits for it), while a
+ * machine too busy to run the loop (CI's portable stage beside lane B's compiles: five
+ * 500 ms reads took 14 s, with gaps of 417, 239 and 196 ms on a build that makes no
+ * calling-thread call at all) stalls only now and then.
+ */
+const ATTEMPTS = 3
 
 const scannerTest = windows ? posixOnly('no fanotify', test.serial) : needsScanner(test.serial)
 test.after.always(() => stopScanners())
@@ -607,7 +615,9 @@ const scanned = shared(async () => {
   const data = { stat: crypto.randomBytes(1024) }
   for (const op of scannedReads) {
     data[`node-${op}`] = crypto.randomBytes(1024)
-    for (let i = 0; i < RUNS; i++) data[`ours-${op}-${i}`] = crypto.randomBytes(1024)
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      for (let i = 0; i < RUNS; i++) data[`ours-${op}-${attempt}-${i}`] = crypto.randomBytes(1024)
+    }
   }
   const mount = await mountTmpfs(data)
   const scanner = await startScanner(mount.mountpoint, SCAN)
@@ -652,8 +662,13 @@ for (const op of scannedReads) {
     const { node: onNode, ours: onOurs } = ops[op]
     const before = fastPathCounts()
     const node = await gapOf(() => onNode(file(`node-${op}`)))
-    const names = Array.from({ length: RUNS }, (_, i) => `ours-${op}-${i}`)
-    const ours = await gapsOf(names.map((name) => () => onOurs(file(name))))
+    let names, ours
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      names = Array.from({ length: RUNS }, (_, i) => `ours-${op}-${attempt}-${i}`)
+      ours = await gapsOf(names.map((name) => () => onOurs(file(name))))
+      if (ours.error || ours.gap < BOUND) break
+      t.log(`try ${attempt + 1}: fairfs's largest gap ${ms(ours.gap)}; again on fresh files`)
+    }
     const after = fastPathCounts()
     t.log(`largest gap: node:fs ${ms(node.gap)} (1 call, took ${ms(node.took)}), fairfs ${ms(ours.gap)} (${RUNS} calls, took ${ms(ours.took)})`)
     t.log(`fairfs's largest gap during each call: ${ours.each.map(ms).join(', ')}`)
