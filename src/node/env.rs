@@ -215,6 +215,7 @@ pub(super) fn submit_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver)
 /// turn of the event loop, it wakes the pool once for every call the turn made. A
 /// write wakes it at once: it must run even if the process exits in this turn.
 /// Returns the request's id, negated where the query went to a lane.
+#[cfg(unix)]
 pub(super) fn submit_query_on(env: &Env, lane: Option<u64>, make: impl FnOnce(Deliver) -> Box<dyn Job>) -> Result<f64> {
     register(env, lane, true, |deliver, _| vec![make(deliver)])
 }
