@@ -33,11 +33,11 @@ const kManualDestroy = { requireManualDestroy: true }
  * subclass, so that a request costs one object (AsyncResource.bind costs more).
  */
 class Request extends AsyncResource {
-  constructor(handler) {
+  constructor(handler, write = false) {
     super('FSREQCALLBACK', kManualDestroy)
     this.handler = handler
     /** A write (trackWrite): not counted by pilingUp. */
-    this.write = false
+    this.write = write
   }
 }
 
@@ -231,10 +231,8 @@ function track(id, handler) {
  * chunks: a p99 of 5–8 ms).
  */
 function trackWrite(id, handler) {
-  const request = new Request(handler)
-  request.write = true
   writesInFlight++
-  inFlight.set(id, request)
+  inFlight.set(id, new Request(handler, true))
   return id
 }
 
