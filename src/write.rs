@@ -23,6 +23,9 @@
 //!   act on `O_TRUNC` itself (tracefs, overlayfs's copy-up, FUSE) see what they expect.
 //!   A rewrite in place (no `O_TRUNC`, then cut) was faster on ext4 and was removed: a
 //!   crash or a racing writer could leave new bytes over a stale old tail.
+//! * **Small truncating writes first at the disk queue:** while one's open or close is
+//!   in the kernel, big writes hold their next step a moment
+//!   ([`crate::policy::give_way`]).
 //! * **Short writes count.** Bytes the kernel took before an error stay counted and
 //!   on disk; nothing is cut back.
 
@@ -31,6 +34,7 @@ use std::ffi::CString;
 use crate::error::{FsError, ReadError};
 use crate::job::{Wait, Waits};
 use crate::memory::borrowed::Borrowed;
+use crate::policy::give_way::{give_way, SmallInKernel};
 use crate::sys::{self, Fd};
 
 /// Where to write.
@@ -134,6 +138,12 @@ impl FileWrite {
         }
     }
 
+    /// A path opened with `O_TRUNC` for at most one chunk: its open and close wait on
+    /// the disk queue, where big writes give way to it ([`crate::policy::give_way`]).
+    fn small_truncating(&self) -> bool {
+        matches!(self.target, Target::Path { flags, .. } if flags & libc::O_TRUNC != 0) && !self.is_large()
+    }
+
     /// More than one chunk: under admission control, it is granted its bytes first.
     pub fn is_large(&self) -> bool {
         self.len() > self.limits.chunk_size
@@ -157,7 +167,14 @@ impl FileWrite {
                 return Ok((0, false)); // asks for its bytes (Waits::wait) holding no fd
             }
             self.out_of_descriptors = false;
-            match open(&self.target) {
+            let opened = {
+                let _small = self.small_truncating().then(SmallInKernel::enter);
+                if self.is_large() {
+                    give_way();
+                }
+                open(&self.target)
+            };
+            match opened {
                 Ok(file) => self.state = State::Writing(file),
                 Err(e) if self.limits.admitted && !self.gave_up && sys::is_out_of_descriptors(&e) => {
                     self.out_of_descriptors = true;
@@ -166,12 +183,16 @@ impl FileWrite {
                 Err(e) => return Err(e.into()),
             }
         }
+        let large = self.is_large();
         let State::Writing(file) = &mut self.state else { return Ok((0, true)) };
         let data = self.data.as_ref().map_or(&[][..], Borrowed::as_slice);
         let rest = &data[self.written..];
         let want = if file.append { rest.len() } else { rest.len().min(self.limits.chunk_size) };
         if data.is_empty() && self.limits.write_empty {
             sys::write::write(file.fd, &[])?;
+        }
+        if large {
+            give_way();
         }
         let mut done = 0;
         while done < want {
@@ -202,10 +223,17 @@ impl FileWrite {
     /// outcome then, as node:fs reports it. Call after [`FileWrite::step`] said all is
     /// written.
     pub fn finish(mut self) -> Result<(), ReadError> {
+        let (small, large) = (self.small_truncating(), self.is_large());
         self.data = None;
         if let State::Writing(mut file) = std::mem::replace(&mut self.state, State::Finished) {
             if file.owned {
                 file.owned = false; // closed here, so its Drop must not close again
+                                    // The close after a truncate starts the writeback the next truncate
+                                    // of this file waits for ([`crate::policy::give_way`]).
+                let _small = small.then(SmallInKernel::enter);
+                if large {
+                    give_way();
+                }
                 sys::close(file.fd)?;
             }
         }
