@@ -410,12 +410,10 @@ fn loom_chain_stops_after_a_failed_write() {
     });
 }
 
-/// A request submitted while the only worker may be spinning for work, giving its spin
-/// up, or asleep runs: no wake-up is lost between the spin and the sleep, and a submit
-/// that finds the worker spinning (and so sends none) is seen.
-#[test]
-fn loom_submit_races_with_a_spinning_worker() {
-    loom::model(|| {
+/// One request run, then a second submitted by `submit_second` while the only worker
+/// may be spinning for work, giving its spin up, or asleep: both run.
+fn second_request_runs_beside_a_spinning_worker(submit_second: fn(&Pool, Box<dyn Job>)) {
+    loom::model(move || {
         let pool = Pool::new(1, 1);
         assert!(!pool.lock().spin.is_zero(), "the pool spins");
         let first = Arc::new(AtomicUsize::new(0));
@@ -424,7 +422,7 @@ fn loom_submit_races_with_a_spinning_worker() {
         while first.load(Ordering::SeqCst) == 0 {
             thread::yield_now();
         }
-        pool.submit(Box::new(Probe { steps: 1, ended: second.clone() }));
+        submit_second(&pool, Box::new(Probe { steps: 1, ended: second.clone() }));
         while second.load(Ordering::SeqCst) == 0 {
             thread::yield_now();
         }
@@ -433,26 +431,22 @@ fn loom_submit_races_with_a_spinning_worker() {
     });
 }
 
-/// A quiet submit (no wake-up) and the nudge the event loop owes for it, while the only
-/// worker may be spinning, giving its spin up or asleep: the request runs. The worker
-/// must not sleep through the nudge, nor the nudge miss a worker about to sleep.
+/// A submit: no wake-up is lost between the spin and the sleep, and a submit that finds
+/// the worker spinning (and so sends none) is seen.
+#[test]
+fn loom_submit_races_with_a_spinning_worker() {
+    second_request_runs_beside_a_spinning_worker(|pool, job| {
+        pool.submit(job);
+    });
+}
+
+/// A quiet submit (no wake-up) and the nudge the event loop owes for it: the worker must
+/// not sleep through the nudge, nor the nudge miss a worker about to sleep.
 #[test]
 fn loom_a_quiet_submit_runs_once_nudged() {
-    loom::model(|| {
-        let pool = Pool::new(1, 1);
-        let first = Arc::new(AtomicUsize::new(0));
-        let second = Arc::new(AtomicUsize::new(0));
-        pool.submit(Box::new(Probe { steps: 1, ended: first.clone() }));
-        while first.load(Ordering::SeqCst) == 0 {
-            thread::yield_now();
-        }
-        pool.submit_many_quietly(vec![Box::new(Probe { steps: 1, ended: second.clone() })]);
+    second_request_runs_beside_a_spinning_worker(|pool, job| {
+        pool.submit_many_quietly(vec![job]);
         pool.nudge();
-        while second.load(Ordering::SeqCst) == 0 {
-            thread::yield_now();
-        }
-        drop(pool);
-        assert_eq!((first.load(Ordering::SeqCst), second.load(Ordering::SeqCst)), (1, 1));
     });
 }
 
