@@ -14,7 +14,12 @@
 //! its next open, chunk or close for a short while ([`MAX_HOLD`] at most per step, so
 //! a stream of small writes slows big ones but never stops them). Nothing here
 //! changes what reaches the file, only when: the file states are node:fs's.
+//!
+//! Lanes' workers take no part, either way: their mounts' queues are not the local
+//! disk's, and a small write hung on a stopped FUSE daemon must not hold every big
+//! local write for as long as it hangs.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,20 +32,39 @@ pub const MAX_HOLD: Duration = Duration::from_millis(25);
 /// How often a held step looks again.
 const LOOK_EVERY: Duration = Duration::from_micros(200);
 
-/// Held while a small truncating open or close is in the kernel.
+thread_local! {
+    /// This thread is a lane's worker ([`crate::lanes`]).
+    static ON_LANE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called by each worker as it starts: whether it serves a lane.
+pub fn set_on_lane(on_lane: bool) {
+    ON_LANE.with(|l| l.set(on_lane));
+}
+
+fn on_lane() -> bool {
+    ON_LANE.with(Cell::get)
+}
+
+/// Held while a small truncating open or close is in the kernel (counted off lanes only).
 #[must_use]
-pub struct SmallInKernel(());
+pub struct SmallInKernel(bool);
 
 impl SmallInKernel {
     pub fn enter() -> Self {
-        SMALL_IN_KERNEL.fetch_add(1, Ordering::Relaxed);
-        SmallInKernel(())
+        let counted = !on_lane();
+        if counted {
+            SMALL_IN_KERNEL.fetch_add(1, Ordering::Relaxed);
+        }
+        SmallInKernel(counted)
     }
 }
 
 impl Drop for SmallInKernel {
     fn drop(&mut self) {
-        SMALL_IN_KERNEL.fetch_sub(1, Ordering::Relaxed);
+        if self.0 {
+            SMALL_IN_KERNEL.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -51,7 +75,7 @@ pub fn give_way() -> Duration {
 }
 
 fn give_way_for(limit: Duration) -> Duration {
-    if SMALL_IN_KERNEL.load(Ordering::Relaxed) == 0 {
+    if SMALL_IN_KERNEL.load(Ordering::Relaxed) == 0 || on_lane() {
         return Duration::ZERO;
     }
     let started = Instant::now();
@@ -85,5 +109,17 @@ mod tests {
         assert!(waited < Duration::from_secs(30), "the hold ended when the small one left: {waited:?}");
         assert_eq!(SMALL_IN_KERNEL.load(Ordering::Relaxed), 0, "the guard gave its count back");
         assert_eq!(give_way(), Duration::ZERO);
+
+        // A lane's worker: its small writes are not counted, and it never waits.
+        std::thread::spawn(|| {
+            set_on_lane(true);
+            let _hung = SmallInKernel::enter();
+            assert_eq!(SMALL_IN_KERNEL.load(Ordering::Relaxed), 0, "a lane's small write is not counted");
+            drop(_hung);
+            let _local = std::thread::spawn(SmallInKernel::enter).join().unwrap();
+            assert_eq!(give_way(), Duration::ZERO, "a lane's big write does not wait for a local small one");
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -40,6 +40,9 @@ pub(super) fn start_workers(shared: &Arc<Shared>, n: usize) {
 /// A worker's life: take the next request, run one chunk, put it back.
 fn worker(shared: Arc<Shared>) {
     let mut state = lock(&shared);
+    // Only lanes have a thread budget of their own.
+    #[cfg(not(fairfs_loom))]
+    crate::policy::give_way::set_on_lane(state.budget.is_some());
     let mut nice = 0;
     let mut placement = Placement::default();
     // Whether this worker has spun for work since it last found none.
