@@ -34,7 +34,7 @@ use std::ffi::CString;
 use crate::error::{FsError, ReadError};
 use crate::job::{Wait, Waits};
 use crate::memory::borrowed::Borrowed;
-use crate::policy::give_way::{give_way, SmallInKernel};
+use crate::policy::give_way::{at_open_or_close, give_way};
 use crate::sys::{self, Fd};
 
 /// Where to write.
@@ -168,10 +168,7 @@ impl FileWrite {
             }
             self.out_of_descriptors = false;
             let opened = {
-                let _small = self.small_truncating().then(SmallInKernel::enter);
-                if self.is_large() {
-                    give_way();
-                }
+                let _small = at_open_or_close(self.small_truncating(), self.is_large());
                 open(&self.target)
             };
             match opened {
@@ -228,12 +225,9 @@ impl FileWrite {
         if let State::Writing(mut file) = std::mem::replace(&mut self.state, State::Finished) {
             if file.owned {
                 file.owned = false; // closed here, so its Drop must not close again
-                                    // The close after a truncate starts the writeback the next truncate
-                                    // of this file waits for ([`crate::policy::give_way`]).
-                let _small = small.then(SmallInKernel::enter);
-                if large {
-                    give_way();
-                }
+                                    // The close after a truncate starts the writeback the next truncate of
+                                    // this file waits for ([`crate::policy::give_way`]).
+                let _small = at_open_or_close(small, large);
                 sys::close(file.fd)?;
             }
         }

@@ -5,8 +5,8 @@
 //! starts it at the close after a truncate, its `auto_da_alloc` safeguard) and for
 //! the discard of the freed blocks, and both sit in the device queue behind whatever
 //! the big writers' opens, chunks and closes put there meanwhile. mq-deadline sorts
-//! writes by sector, so a lone small write can wait seconds there. Measured on this
-//! machine's ext4 (`/work/exp`-style probe, ten writers rewriting 64 MiB files): a
+//! writes by sector, so a lone small write can wait seconds there. Measured on CI's
+//! ext4 (a probe of ten Python writers rewriting 64 MiB files, ARCHITECTURE.md): a
 //! 1 KiB rewrite's p99 330–443 ms plain, 92–97 ms when the big writers paused while
 //! it was in the kernel.
 //!
@@ -66,6 +66,18 @@ impl Drop for SmallInKernel {
             SMALL_IN_KERNEL.fetch_sub(1, Ordering::Relaxed);
         }
     }
+}
+
+/// Before a write's open or close: a small truncating one is counted while it is in
+/// the kernel (the guard), a big one gives way first.
+pub fn at_open_or_close(small_truncating: bool, large: bool) -> Option<SmallInKernel> {
+    if small_truncating {
+        return Some(SmallInKernel::enter());
+    }
+    if large {
+        give_way();
+    }
+    None
 }
 
 /// Before a big write's open, chunk or close: waits while a small one is in the
