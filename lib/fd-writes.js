@@ -216,8 +216,11 @@ function open(path, flags, mode, callback) {
     // the callback in a macrotask of its own. Anything else (a FIFO waits for a
     // writer, a leased file for its lease), and every open while many calls are in
     // flight (they would queue on this thread), is node:fs's own open.
+    // Piling up: node:fs's open, untimed (the time would be mostly libuv's queue, and
+    // the timing and its report cost this thread a third of what node:fs's open does).
+    if (pilingUp()) return node.open(path, flags, mode, countedUntilCalled(callback))
     if (!settings.fastPath) return Reflect.apply(node.open, this, arguments)
-    const fd = pilingUp() ? null : native.openForCallerCached(target.native, flagsNumber)
+    const fd = native.openForCallerCached(target.native, flagsNumber)
     if (fd !== null) return void later(callback, null, fd)
     // node:fs's open, timed: quick ones earn the mount this thread's opens.
     const started = performance.now()
