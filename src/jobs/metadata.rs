@@ -85,12 +85,11 @@ impl Query {
 /// A directory's entries packed for JS: their count (u32, little-endian), each one's
 /// `UV_DIRENT_*` type byte, then their names joined by NUL (which no name holds), so
 /// that JS decodes all the names with one `toString` and one `split`.
-pub fn pack_entries(entries: &[(Vec<u8>, u8)]) -> Vec<u8> {
-    let names: usize = entries.iter().map(|(name, _)| name.len() + 1).sum();
-    let mut packed = Vec::with_capacity(4 + entries.len() + names);
-    packed.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    packed.extend(entries.iter().map(|&(_, kind)| kind));
-    for (i, (name, _)) in entries.iter().enumerate() {
+pub fn pack_entries(listing: &sys::Listing) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(4 + 2 * listing.len() + listing.name_bytes());
+    packed.extend_from_slice(&(listing.len() as u32).to_le_bytes());
+    packed.extend(listing.iter().map(|(_, kind)| kind));
+    for (i, (name, _)) in listing.iter().enumerate() {
         if i > 0 {
             packed.push(0);
         }
@@ -107,8 +106,12 @@ mod tests {
 
     #[test]
     fn entries_pack_as_a_count_the_types_and_the_names_joined_by_nul() {
-        assert_eq!(pack_entries(&[]), vec![0, 0, 0, 0]);
-        let packed = pack_entries(&[(b"a".to_vec(), 1), (b"bc".to_vec(), 2), (vec![0xc3], 0)]);
+        assert_eq!(pack_entries(&sys::Listing::default()), vec![0, 0, 0, 0]);
+        let mut listing = sys::Listing::default();
+        for (name, kind) in [(&b"a"[..], 1), (b"bc", 2), (&[0xc3], 0)] {
+            listing.push(name, kind);
+        }
+        let packed = pack_entries(&listing);
         assert_eq!(packed, [&[3, 0, 0, 0, 1, 2, 0][..], b"a\0bc\0\xc3"].concat());
     }
 

@@ -125,7 +125,7 @@ fn realpath_by_libc(path: &CStr) -> Result<Vec<u8>, FsError> {
 /// A directory's entries as libuv's `uv_fs_scandir` gives them: without `.` and `..`,
 /// sorted by their bytes, each with libuv's `UV_DIRENT_*` type from `d_type` (0,
 /// unknown, where the file system does not say).
-pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
+pub fn scandir(path: &CStr) -> Result<Listing, FsError> {
     // SAFETY: `path` is NUL-terminated. The stream is used only here and closed
     // before returning; each entry is read before the next readdir call.
     unsafe {
@@ -133,7 +133,7 @@ pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
         if dir.is_null() {
             return Err(FsError::last(Syscall::Scandir));
         }
-        let mut entries = Vec::new();
+        let mut listing = Listing::default();
         let result = loop {
             // readdir returns null at the end and on an error; only errno tells them apart.
             *errno_ptr() = 0;
@@ -144,13 +144,53 @@ pub fn scandir(path: &CStr) -> Result<Vec<(Vec<u8>, u8)>, FsError> {
             }
             let name = CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes();
             if name != b"." && name != b".." {
-                entries.push((name.to_vec(), dirent_type((*entry).d_type)));
+                listing.push(name, dirent_type((*entry).d_type));
             }
         };
         libc::closedir(dir);
         result?;
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Ok(entries)
+        listing.sort();
+        Ok(listing)
+    }
+}
+
+/// A directory's names, held in one buffer: a listing of a hundred names costs a few
+/// allocations, not one per name (each freed on another thread than made it).
+#[derive(Debug, Default)]
+pub struct Listing {
+    names: Vec<u8>,
+    /// Each entry's name (`start..end` of `names`) and type, in order.
+    entries: Vec<(u32, u32, u8)>,
+}
+
+impl Listing {
+    pub(crate) fn push(&mut self, name: &[u8], kind: u8) {
+        let start = self.names.len() as u32;
+        self.names.extend_from_slice(name);
+        self.entries.push((start, self.names.len() as u32, kind));
+    }
+
+    fn sort(&mut self) {
+        let names = &self.names;
+        self.entries.sort_unstable_by(|a, b| names[a.0 as usize..a.1 as usize].cmp(&names[b.0 as usize..b.1 as usize]));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The bytes of every name, without separators.
+    pub fn name_bytes(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Each entry's name and type, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u8)> + '_ {
+        self.entries.iter().map(|&(start, end, kind)| (&self.names[start as usize..end as usize], kind))
     }
 }
 
@@ -337,7 +377,8 @@ mod tests {
         let real = std::fs::canonicalize(&file).unwrap();
         assert_eq!(realpath(&c(&link)).unwrap(), real.as_os_str().as_encoded_bytes());
         assert_eq!(realpath(&c(&dir.path().join("none"))).unwrap_err().syscall, Syscall::Realpath);
-        let names: Vec<_> = scandir(&c(dir.path())).unwrap();
+        let listing = scandir(&c(dir.path())).unwrap();
+        let names: Vec<_> = listing.iter().map(|(name, kind)| (name.to_vec(), kind)).collect();
         assert_eq!(names, vec![(b"f".to_vec(), 1), (b"l".to_vec(), 3)], "sorted, typed, without . and ..");
         assert_eq!(scandir(&c(&file)).unwrap_err().os, libc::ENOTDIR);
         assert_eq!(access(&c(&dir.path().join("none")), libc::F_OK).unwrap_err().syscall, Syscall::Access);

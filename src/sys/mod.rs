@@ -43,7 +43,7 @@ use unix as imp;
 #[cfg(target_os = "linux")]
 pub use metadata::stat_fd_and_mount;
 #[cfg(unix)]
-pub use metadata::{access, realpath, scandir, stat, StatSlots, Target};
+pub use metadata::{access, realpath, scandir, stat, Listing, StatSlots, Target};
 
 /// A file descriptor as Node hands them out: a POSIX fd on unix, a C runtime fd on
 /// Windows (what libuv's `uv_fs_open` returns there).
