@@ -216,8 +216,8 @@ function open(path, flags, mode, callback) {
     // the callback in a macrotask of its own. Anything else (a FIFO waits for a
     // writer, a leased file for its lease), and every open while many calls are in
     // flight (they would queue on this thread), is node:fs's own open.
-    // Piling up: node:fs's open, untimed (the time would be mostly libuv's queue, and
-    // the timing and its report cost this thread a third of what node:fs's open does).
+    // That open is untimed while calls pile up: the time would be mostly libuv's
+    // queue, and timing it and reporting it cost this thread a third of the open.
     if (pilingUp()) return node.open(path, flags, mode, countedUntilCalled(callback))
     if (!settings.fastPath) return Reflect.apply(node.open, this, arguments)
     const fd = native.openForCallerCached(target.native, flagsNumber)

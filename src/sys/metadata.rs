@@ -154,8 +154,8 @@ pub fn scandir(path: &CStr) -> Result<Listing, FsError> {
     }
 }
 
-/// A directory's names, held in one buffer: a listing of a hundred names costs a few
-/// allocations, not one per name (each freed on another thread than made it).
+/// A directory's names, held in one buffer: a listing of a hundred names costs the
+/// worker a few allocations (two growing buffers), not one per name.
 #[derive(Debug, Default)]
 pub struct Listing {
     names: Vec<u8>,
